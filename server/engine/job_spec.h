@@ -1,0 +1,76 @@
+// What the engine prices: a validated, gRPC-free description of one job.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace pricer {
+
+// The issuers and the model constants. spot and volatility have N entries.
+struct Market {
+  std::vector<double> spot;
+  std::vector<double> volatility;
+  double rate = 0.0;
+  double maturity = 1.0;
+
+  int64_t issuers() const { return static_cast<int64_t>(spot.size()); }
+};
+
+// spot[i] ~ U(spot_min, spot_max), volatility[i] ~ U(volatility_min,
+// volatility_max) from the counter-based generator, as in the original example.
+struct MarketDraw {
+  int64_t issuers = 0;
+  uint64_t seed = 0;
+  double spot_min = 0, spot_max = 0;
+  double volatility_min = 0, volatility_max = 0;
+};
+std::vector<double> DrawSpots(const MarketDraw& draw);
+std::vector<double> DrawVolatilities(const MarketDraw& draw);
+
+// The scenario matrix A (N x M): either held inline, column-major, or drawn
+// A[i, j] ~ U(value_min, value_max) block by block, never built whole.
+class ScenarioMatrix {
+ public:
+  static ScenarioMatrix Inline(int64_t rows, int64_t columns,
+                               std::shared_ptr<const std::vector<float>> values);
+  static ScenarioMatrix Generated(int64_t rows, int64_t columns, uint64_t seed, float value_min,
+                                  float value_max);
+
+  int64_t rows() const { return rows_; }
+  int64_t columns() const { return columns_; }
+  bool generated() const { return values_ == nullptr; }
+
+  // Writes columns [first, first + count) as a column-major rows x count block.
+  void CopyColumns(int64_t first, int64_t count, float* out) const;
+
+ private:
+  int64_t rows_ = 0;
+  int64_t columns_ = 0;
+  std::shared_ptr<const std::vector<float>> values_;
+  uint64_t seed_ = 0;
+  float value_min_ = 0, value_max_ = 0;
+};
+
+struct OutputSelection {
+  bool full = false;
+  bool statistics = true;
+  bool terminal_prices = false;
+  // Preferred columns per chunk; 0 lets the planner choose.
+  int64_t chunk_columns = 0;
+};
+
+struct JobSpec {
+  Market market;
+  int64_t paths = 0;
+  uint64_t seed = 0;
+  ScenarioMatrix scenarios;
+  // Priced columns [column_begin, column_end) of A.
+  int64_t column_begin = 0;
+  int64_t column_end = 0;
+  OutputSelection output;
+  // Shard width override for tests and benchmarks; 0 lets the planner choose.
+  int64_t shard_columns = 0;
+};
+
+}  // namespace pricer

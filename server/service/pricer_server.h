@@ -1,0 +1,61 @@
+// A running pricer server: the engine, its devices and the gRPC server on one
+// port. pricerd wraps it in flags; tests start it in-process on port 0.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <grpcpp/server.h>
+
+#include "absl/status/statusor.h"
+#include "server/engine/engine.h"
+#include "server/service/pricer_service.h"
+
+namespace pricer {
+
+struct ServerOptions {
+  // host:port to listen on; port 0 picks a free one (see PricerServer::port).
+  std::string listen = "0.0.0.0:50051";
+  // Which devices to price on: "auto" (the GPUs, else the cpu) or "cpu".
+  std::string devices = "auto";
+  // Memory budget per device, bytes; 0 takes half the host memory for cpu.
+  int64_t device_memory_bytes = 0;
+  // Largest accepted PriceRequest, bytes.
+  int64_t max_request_bytes = 64LL << 20;
+  EngineOptions engine;
+};
+
+// Parses a byte count such as "1048576", "512MiB", "64MB" or "2GiB".
+absl::StatusOr<int64_t> ParseBytes(absl::string_view text);
+
+// The devices named by `devices` (see ServerOptions::devices).
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
+                                                                 int64_t device_memory_bytes);
+
+class PricerServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<PricerServer>> Start(const ServerOptions& options);
+  ~PricerServer();  // Shutdown()
+
+  int port() const { return port_; }
+  Engine& engine() { return *engine_; }
+  // Stops accepting calls, gives running ones `grace_seconds` to end, then
+  // cancels them and stops the engine. Idempotent.
+  void Shutdown(double grace_seconds = 5.0);
+  // Blocks until Shutdown() is called from another thread.
+  void Wait();
+
+ private:
+  PricerServer() = default;
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<PricerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace pricer

@@ -1,0 +1,194 @@
+#include "server/service/pricer_service.h"
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "server/service/request_validation.h"
+#include "server/service/status_mapping.h"
+#include "spdlog/spdlog.h"
+
+namespace pricer {
+namespace {
+
+void ToReply(const ResultChunk& chunk, v1::PriceReply* reply) {
+  reply->Clear();
+  const auto* bytes = reinterpret_cast<const char*>(chunk.values.data());
+  const size_t size = chunk.values.size() * sizeof(float);
+  if (chunk.kind == ResultChunk::Kind::kTerminalPrices) {
+    v1::TerminalPricesChunk* prices = reply->mutable_prices();
+    prices->set_issuer_begin(chunk.begin);
+    prices->set_issuer_end(chunk.end);
+    prices->set_rows(chunk.rows);
+    prices->set_values(bytes, size);
+    return;
+  }
+  v1::ResultChunk* out = reply->mutable_chunk();
+  out->set_column_begin(chunk.begin);
+  out->set_column_end(chunk.end);
+  out->set_rows(chunk.rows);
+  if (size > 0) out->set_values(bytes, size);
+  const ColumnStatistics& s = chunk.statistics;
+  if (s.columns() > 0) {
+    v1::ColumnStatistics* stats = out->mutable_statistics();
+    stats->mutable_mean()->Assign(s.mean.begin(), s.mean.end());
+    stats->mutable_stddev()->Assign(s.stddev.begin(), s.stddev.end());
+    stats->mutable_min()->Assign(s.min.begin(), s.min.end());
+    stats->mutable_max()->Assign(s.max.begin(), s.max.end());
+  }
+}
+
+// One Price call: writes `accepted`, then each chunk as the engine queues it,
+// then `finished`. The engine's threads wake it through the stream listener;
+// gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
+class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
+ public:
+  PriceReactor(Engine& engine, const v1::PriceRequest& request, int64_t max_request_bytes) {
+    const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
+    if (request_bytes > max_request_bytes) {
+      Finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("the request has ", request_bytes, " bytes, over this server's limit of ",
+                       max_request_bytes,
+                       " bytes (--max-request-bytes); send large scenario matrices through the "
+                       "scenario upload (UploadScenarios) and name the set in the request")));
+      return;
+    }
+    absl::StatusOr<JobSpec> spec = ToJobSpec(request);
+    if (!spec.ok()) {
+      spdlog::info("refused a price request: {}", std::string(spec.status().message()));
+      Finish(ToGrpcStatus(spec.status()));
+      return;
+    }
+    absl::StatusOr<std::shared_ptr<Job>> job = engine.Submit(*std::move(spec));
+    if (!job.ok()) {
+      spdlog::warn("could not start a job: {}", std::string(job.status().message()));
+      Finish(ToGrpcStatus(job.status()));
+      return;
+    }
+    job_ = *std::move(job);
+    const ShardPlan& plan = job_->plan();
+    spdlog::info("{}: {} issuers, {} paths, columns [{}, {}), {} shards of {} columns", job_->id(),
+                 job_->spec().market.issuers(), job_->spec().paths, job_->spec().column_begin,
+                 job_->spec().column_end, plan.shard_count, plan.shard_columns);
+
+    v1::JobAccepted* accepted = reply_.mutable_accepted();
+    accepted->set_job_id(job_->id());
+    accepted->mutable_plan()->set_shard_columns(plan.shard_columns);
+    accepted->mutable_plan()->set_shard_count(plan.shard_count);
+    accepted->mutable_plan()->set_chunk_columns(plan.chunk_columns);
+    for (const std::string& name : engine.DeviceNames()) accepted->mutable_plan()->add_devices(name);
+    accepted->set_issuers(job_->spec().market.issuers());
+    accepted->set_paths(job_->spec().paths);
+    accepted->set_column_begin(job_->spec().column_begin);
+    accepted->set_column_end(job_->spec().column_end);
+    writing_ = true;
+    job_->results().SetListener([this] { WriteNext(); });
+    StartWrite(&reply_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    int64_t sent = 0;
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      sent = std::exchange(bytes_in_flight_, 0);
+    }
+    if (sent > 0) job_->results().Release(sent);
+    if (!ok) {
+      // The stream broke (the client went away); stop the job.
+      job_->Cancel(absl::CancelledError("the reply stream broke"));
+      FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the reply stream broke"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnCancel() override {
+    if (job_ != nullptr) job_->Cancel(absl::CancelledError("the client cancelled the call"));
+  }
+
+  void OnDone() override {
+    if (job_ != nullptr) {
+      job_->results().DetachListener();
+      job_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
+      spdlog::info("{}: done", job_->id());
+    }
+    delete this;
+  }
+
+ private:
+  void WriteNext() {
+    std::unique_lock lock(mu_);
+    if (writing_ || finished_) return;
+    if (std::optional<ResultChunk> chunk = job_->results().Pop()) {
+      ToReply(*chunk, &reply_);
+      bytes_in_flight_ = chunk->payload_bytes();
+      writing_ = true;
+      lock.unlock();
+      StartWrite(&reply_);
+      return;
+    }
+    absl::Status status;
+    if (!job_->results().Drained(&status)) return;
+    if (status.ok() && !finished_sent_) {
+      const JobSummary summary = job_->Summary();
+      v1::JobFinished* finished = reply_.mutable_finished();
+      finished->set_elapsed_seconds(summary.elapsed_seconds);
+      finished->set_flops(summary.flops);
+      finished->set_bytes(summary.bytes);
+      finished_sent_ = true;
+      writing_ = true;
+      spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(),
+                   summary.elapsed_seconds, summary.flops / summary.elapsed_seconds / 1e9);
+      lock.unlock();
+      StartWrite(&reply_);
+      return;
+    }
+    finished_ = true;
+    lock.unlock();
+    Finish(ToGrpcStatus(status));
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  std::shared_ptr<Job> job_;
+  std::mutex mu_;
+  v1::PriceReply reply_;         // the message being written
+  int64_t bytes_in_flight_ = 0;  // payload of the chunk being written
+  bool writing_ = false;
+  bool finished_sent_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(
+    grpc::CallbackServerContext* /*context*/, const v1::PriceRequest* request) {
+  return new PriceReactor(engine_, *request, max_request_bytes_);
+}
+
+grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext* context,
+                                                     const v1::ListDevicesRequest* /*request*/,
+                                                     v1::ListDevicesReply* reply) {
+  for (const DeviceStatus& status : engine_.DeviceStatuses()) {
+    v1::DeviceInfo* info = reply->add_devices();
+    info->set_name(status.name);
+    info->set_kind(status.kind);
+    info->set_memory_budget_bytes(status.memory_budget_bytes);
+    info->set_bytes_in_use(status.bytes_in_use);
+    info->set_peak_bytes(status.peak_bytes);
+    info->set_shards_done(status.shards_done);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace pricer

@@ -1,0 +1,213 @@
+#include "server/service/request_validation.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace pricer {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "matrices travel as little-endian float32; add a byte swap for this host");
+
+absl::Status Invalid(absl::string_view field, auto value, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, ": ", rule));
+}
+
+absl::Status CheckFinite(absl::string_view field, double value) {
+  if (std::isfinite(value)) return absl::OkStatus();
+  return Invalid(field, value, "must be finite");
+}
+
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low, int64_t high) {
+  if (value >= low && value <= high) return absl::OkStatus();
+  return Invalid(field, value, absl::StrCat("must be in [", low, ", ", high, "]"));
+}
+
+absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
+  Market market;
+  const v1::Market& m = request.market();
+  switch (m.source_case()) {
+    case v1::Market::kExplicit: {
+      const v1::ExplicitMarket& e = m.explicit_();
+      if (absl::Status s = CheckRange("market.explicit.spot size", e.spot_size(), 1, kMaxIssuers);
+          !s.ok()) {
+        return s;
+      }
+      if (e.volatility_size() != e.spot_size()) {
+        return Invalid("market.explicit.volatility size", e.volatility_size(),
+                       absl::StrCat("must equal the spot size ", e.spot_size()));
+      }
+      for (int i = 0; i < e.spot_size(); ++i) {
+        const std::string field = absl::StrCat("market.explicit.spot[", i, "]");
+        if (absl::Status s = CheckFinite(field, e.spot(i)); !s.ok()) return s;
+        if (!(e.spot(i) > 0)) return Invalid(field, e.spot(i), "must be > 0");
+      }
+      for (int i = 0; i < e.volatility_size(); ++i) {
+        const std::string field = absl::StrCat("market.explicit.volatility[", i, "]");
+        if (absl::Status s = CheckFinite(field, e.volatility(i)); !s.ok()) return s;
+        if (e.volatility(i) < 0) return Invalid(field, e.volatility(i), "must be >= 0");
+      }
+      market.spot.assign(e.spot().begin(), e.spot().end());
+      market.volatility.assign(e.volatility().begin(), e.volatility().end());
+      break;
+    }
+    case v1::Market::kGenerated: {
+      const v1::GeneratedMarket& g = m.generated();
+      if (absl::Status s = CheckRange("market.generated.issuers", g.issuers(), 1, kMaxIssuers);
+          !s.ok()) {
+        return s;
+      }
+      for (auto [field, value] : {std::pair{"market.generated.spot_min", g.spot_min()},
+                                  {"market.generated.spot_max", g.spot_max()},
+                                  {"market.generated.volatility_min", g.volatility_min()},
+                                  {"market.generated.volatility_max", g.volatility_max()}}) {
+        if (absl::Status s = CheckFinite(field, value); !s.ok()) return s;
+      }
+      if (!(g.spot_min() > 0)) return Invalid("market.generated.spot_min", g.spot_min(), "must be > 0");
+      if (g.spot_max() < g.spot_min()) {
+        return Invalid("market.generated.spot_max", g.spot_max(),
+                       absl::StrCat("must be >= spot_min ", g.spot_min()));
+      }
+      if (g.volatility_min() < 0) {
+        return Invalid("market.generated.volatility_min", g.volatility_min(), "must be >= 0");
+      }
+      if (g.volatility_max() < g.volatility_min()) {
+        return Invalid("market.generated.volatility_max", g.volatility_max(),
+                       absl::StrCat("must be >= volatility_min ", g.volatility_min()));
+      }
+      const MarketDraw draw{g.issuers(),  g.seed(),           g.spot_min(),
+                            g.spot_max(), g.volatility_min(), g.volatility_max()};
+      market.spot = DrawSpots(draw);
+      market.volatility = DrawVolatilities(draw);
+      break;
+    }
+    case v1::Market::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError(
+          "market is not set: give market.explicit or market.generated");
+  }
+  if (absl::Status s = CheckFinite("rate", request.rate()); !s.ok()) return s;
+  if (request.rate() < -1 || request.rate() > 1) {
+    return Invalid("rate", request.rate(), "must be in [-1, 1]");
+  }
+  if (absl::Status s = CheckFinite("maturity", request.maturity()); !s.ok()) return s;
+  if (!(request.maturity() > 0) || request.maturity() > 100) {
+    return Invalid("maturity", request.maturity(), "must be in (0, 100] years");
+  }
+  market.rate = request.rate();
+  market.maturity = request.maturity();
+  return market;
+}
+
+absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64_t issuers) {
+  switch (scenarios.source_case()) {
+    case v1::Scenarios::kMatrix: {
+      const v1::Matrix& m = scenarios.matrix();
+      if (m.rows() != issuers) {
+        return Invalid("scenarios.matrix.rows", m.rows(),
+                       absl::StrCat("must equal the issuer count ", issuers));
+      }
+      if (absl::Status s = CheckRange("scenarios.matrix.columns", m.columns(), 1, kMaxScenarioColumns);
+          !s.ok()) {
+        return s;
+      }
+      const int64_t expected = m.rows() * m.columns() * static_cast<int64_t>(sizeof(float));
+      if (static_cast<int64_t>(m.values().size()) != expected) {
+        return Invalid("scenarios.matrix.values size", m.values().size(),
+                       absl::StrCat("must be 4 * rows * columns = ", expected, " bytes"));
+      }
+      auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(m.rows() * m.columns()));
+      std::memcpy(values->data(), m.values().data(), m.values().size());
+      for (size_t k = 0; k < values->size(); ++k) {
+        if (!std::isfinite((*values)[k])) {
+          const int64_t row = static_cast<int64_t>(k) % m.rows();
+          const int64_t column = static_cast<int64_t>(k) / m.rows();
+          return Invalid(absl::StrCat("scenarios.matrix.values[", row, ", ", column, "]"),
+                         (*values)[k], "must be finite");
+        }
+      }
+      return ScenarioMatrix::Inline(m.rows(), m.columns(), std::move(values));
+    }
+    case v1::Scenarios::kGenerated: {
+      const v1::GeneratedScenarios& g = scenarios.generated();
+      if (absl::Status s =
+              CheckRange("scenarios.generated.columns", g.columns(), 1, kMaxScenarioColumns);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = CheckFinite("scenarios.generated.value_min", g.value_min()); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = CheckFinite("scenarios.generated.value_max", g.value_max()); !s.ok()) {
+        return s;
+      }
+      if (g.value_max() < g.value_min()) {
+        return Invalid("scenarios.generated.value_max", g.value_max(),
+                       absl::StrCat("must be >= value_min ", g.value_min()));
+      }
+      return ScenarioMatrix::Generated(issuers, g.columns(), g.seed(),
+                                       static_cast<float>(g.value_min()),
+                                       static_cast<float>(g.value_max()));
+    }
+    case v1::Scenarios::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "scenarios is not set: give scenarios.matrix or scenarios.generated");
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
+  JobSpec spec;
+  absl::StatusOr<Market> market = ToMarket(request);
+  if (!market.ok()) return market.status();
+  spec.market = *std::move(market);
+  const int64_t issuers = spec.market.issuers();
+
+  if (absl::Status s = CheckRange("paths", request.paths(), 1, kMaxPaths); !s.ok()) return s;
+  if (request.paths() * issuers > kMaxPathIssuerProduct) {
+    return Invalid("paths", request.paths(),
+                   absl::StrCat("paths * issuers must be <= ", kMaxPathIssuerProduct, " (issuers ",
+                                issuers, ")"));
+  }
+  spec.paths = request.paths();
+  spec.seed = request.seed();
+
+  absl::StatusOr<ScenarioMatrix> scenarios = ToScenarios(request.scenarios(), issuers);
+  if (!scenarios.ok()) return scenarios.status();
+  spec.scenarios = *std::move(scenarios);
+
+  const int64_t columns = spec.scenarios.columns();
+  spec.column_begin = request.column_begin();
+  spec.column_end = request.column_end();
+  if (spec.column_begin == 0 && spec.column_end == 0) spec.column_end = columns;
+  if (spec.column_begin < 0 || spec.column_begin >= columns) {
+    return Invalid("column_begin", spec.column_begin,
+                   absl::StrCat("must be in [0, ", columns, ") for ", columns, " scenario columns"));
+  }
+  if (spec.column_end <= spec.column_begin || spec.column_end > columns) {
+    return Invalid("column_end", spec.column_end,
+                   absl::StrCat("must be in (column_begin ", spec.column_begin, ", ", columns,
+                                "] for ", columns, " scenario columns"));
+  }
+
+  const v1::OutputOptions& output = request.output();
+  if (absl::Status s =
+          CheckRange("output.chunk_columns", output.chunk_columns(), 0, kMaxChunkColumns);
+      !s.ok()) {
+    return s;
+  }
+  spec.output.full = output.full();
+  spec.output.statistics = output.statistics();
+  spec.output.terminal_prices = output.terminal_prices();
+  if (!output.full() && !output.statistics() && !output.terminal_prices()) {
+    spec.output.statistics = true;
+  }
+  spec.output.chunk_columns = output.chunk_columns();
+  return spec;
+}
+
+}  // namespace pricer
