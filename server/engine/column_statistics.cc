@@ -5,14 +5,14 @@
 
 namespace pricer {
 
-void ColumnStatistics::Reserve(int64_t columns) {
-  mean.reserve(columns);
-  stddev.reserve(columns);
-  min.reserve(columns);
-  max.reserve(columns);
+void ColumnStatistics::Resize(int64_t columns) {
+  mean.resize(columns);
+  stddev.resize(columns);
+  min.resize(columns);
+  max.resize(columns);
 }
 
-void ColumnStatistics::AddColumn(const float* values, int64_t rows) {
+void ColumnStatistics::SetColumn(int64_t k, const float* values, int64_t rows) {
   // Two passes over a column that is in cache: the mean, then the centred sum
   // of squares, which keeps the variance accurate when mean >> stddev.
   double sum = 0.0;
@@ -29,10 +29,10 @@ void ColumnStatistics::AddColumn(const float* values, int64_t rows) {
     const double d = values[p] - m;
     squares += d * d;
   }
-  mean.push_back(m);
-  stddev.push_back(rows > 1 ? std::sqrt(squares / static_cast<double>(rows - 1)) : 0.0);
-  min.push_back(lo);
-  max.push_back(hi);
+  mean[k] = m;
+  stddev[k] = rows > 1 ? std::sqrt(squares / static_cast<double>(rows - 1)) : 0.0;
+  min[k] = lo;
+  max[k] = hi;
 }
 
 void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first, int64_t count) {

@@ -15,9 +15,11 @@ struct ColumnStatistics {
   std::vector<double> max;
 
   int64_t columns() const { return static_cast<int64_t>(mean.size()); }
-  void Reserve(int64_t columns);
-  // Appends the statistics of one column of `rows` values.
-  void AddColumn(const float* values, int64_t rows);
+  // Makes room for `columns` columns (their statistics are then set one by
+  // one, possibly from several threads).
+  void Resize(int64_t columns);
+  // Sets column k to the statistics of `rows` values.
+  void SetColumn(int64_t k, const float* values, int64_t rows);
   // Appends columns [first, first + count) of `other`.
   void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);
 };

@@ -74,10 +74,12 @@ PRICER_HOST_DEVICE inline PhiloxKey KeyFromSeed(uint64_t seed) {
   return PhiloxKey{{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}};
 }
 
-// A uniform in the open interval (0, 1) from the top 24 bits of a word:
-// (floor(x / 2^8) + 0.5) / 2^24, exact in float32, never 0 or 1.
+// A uniform in the open interval (0, 1) from the top 23 bits of a word:
+// (floor(x / 2^9) + 0.5) / 2^23, exact in float32 (2k + 1 < 2^24 fits the
+// significand), never 0 or 1. With 24 bits, k + 0.5 would round for
+// k >= 2^23 and x = 0xffffffff would give exactly 1.
 PRICER_HOST_DEVICE inline float UniformOpen01(uint32_t x) {
-  return (static_cast<float>(x >> 8) + 0.5f) * (1.0f / 16777216.0f);
+  return (static_cast<float>(x >> 9) + 0.5f) * (1.0f / 8388608.0f);
 }
 
 // Box-Muller: two words give two independent standard normals,

@@ -17,7 +17,7 @@ namespace pricer {
 
 // What one shard gives back, for its kept columns [out_begin, out_end).
 struct ShardOutput {
-  std::vector<float> values;     // P x columns, column-major, when full output is on
+  std::vector<float> values;    // P x columns, column-major, when full output is on
   ColumnStatistics statistics;  // when statistics are on
 };
 
@@ -29,8 +29,7 @@ class DeviceJob {
 
   virtual absl::Status RunShard(const Shard& shard, ShardOutput* out) = 0;
   // Copies ST columns [issuer_begin, issuer_end) (P rows each) to `out`.
-  virtual absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end,
-                                          float* out) = 0;
+  virtual absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) = 0;
 };
 
 class Device {
@@ -42,6 +41,9 @@ class Device {
   MemoryAccount& memory() { return memory_; }
   const MemoryAccount& memory() const { return memory_; }
 
+  // Bytes a job holds on this device while one shard of `shard_columns`
+  // columns runs: the resident state plus one shard's buffers.
+  virtual int64_t JobBytes(const JobSpec& spec, int64_t shard_columns) const = 0;
   // Builds the job's resident state (ST). `spec` outlives the DeviceJob.
   virtual absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec) = 0;
 

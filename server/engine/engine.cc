@@ -30,8 +30,9 @@ JobSummary Job::Summary() const {
   JobSummary summary;
   const double elapsed = elapsed_seconds_.load();
   summary.elapsed_seconds =
-      elapsed >= 0 ? elapsed
-                   : std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      elapsed >= 0
+          ? elapsed
+          : std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (plan_.shard_count > 0) {
     summary.flops = 2.0 * static_cast<double>(spec_.paths) *
                     static_cast<double>(spec_.market.issuers()) *
@@ -69,8 +70,43 @@ Engine::~Engine() {
   jobs_.clear();
 }
 
+absl::StatusOr<ShardPlan> Engine::FitToBudgets(const JobSpec& spec, ShardPlan plan) const {
+  int64_t largest_budget = 0;
+  for (const auto& device : devices_) {
+    largest_budget = std::max(largest_budget, device->memory().budget());
+  }
+  auto fits = [&](int64_t width) {
+    for (const auto& device : devices_) {
+      if (device->JobBytes(spec, width) <= device->memory().budget()) return true;
+    }
+    return false;
+  };
+  // Narrower shards need less memory; the narrowest is one column block.
+  while (!fits(plan.shard_columns) && plan.shard_columns > kColumnAlignment) {
+    plan.shard_columns =
+        std::max(kColumnAlignment, plan.shard_columns / 2 / kColumnAlignment * kColumnAlignment);
+  }
+  if (plan.shard_count > 0 && !fits(plan.shard_columns)) {
+    int64_t needed = INT64_MAX;
+    for (const auto& device : devices_) {
+      needed = std::min(needed, device->JobBytes(spec, plan.shard_columns));
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the job needs ", needed, " bytes on a device (terminal prices for ", spec.paths,
+        " paths x ", spec.market.issuers(), " issuers plus one shard of ", plan.shard_columns,
+        " columns); the largest device budget is ", largest_budget, " bytes"));
+  }
+  if (plan.shard_count > 0) {
+    plan.shard_count =
+        (plan.gemm_end - plan.gemm_begin + plan.shard_columns - 1) / plan.shard_columns;
+  }
+  return plan;
+}
+
 absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
-  const ShardPlan plan = PlanShards(spec);
+  absl::StatusOr<ShardPlan> fitted = FitToBudgets(spec, PlanShards(spec));
+  if (!fitted.ok()) return fitted.status();
+  const ShardPlan plan = *fitted;
   auto job = std::make_shared<Job>(absl::StrCat("job-", next_job_id_++), std::move(spec), plan,
                                    static_cast<int64_t>(devices_.size()),
                                    options_.max_pending_bytes_per_job, signal_);
@@ -104,8 +140,7 @@ int64_t Engine::TaskBytes(const Job& job, int64_t index) const {
   const int64_t paths = job.spec_.paths;
   if (index < job.prices_chunks_) {
     const int64_t first = index * job.plan_.issuers_per_chunk;
-    const int64_t count =
-        std::min(job.plan_.issuers_per_chunk, job.spec_.market.issuers() - first);
+    const int64_t count = std::min(job.plan_.issuers_per_chunk, job.spec_.market.issuers() - first);
     return paths * count * static_cast<int64_t>(sizeof(float));
   }
   const Shard shard = ShardAt(job.plan_, job.spec_, index - job.prices_chunks_);
@@ -161,7 +196,7 @@ void Engine::WorkerLoop(size_t device_index) {
     lock.lock();
     --task.job->running_;
     RetireIfDone(task.job);
-    // Others may be waiting for this job's memory or for its retirement.
+    // The job's retirement or freed stream room may make other tasks runnable.
     signal_->cv.notify_all();
   }
 }
@@ -174,7 +209,8 @@ absl::Status Engine::RunTask(size_t device_index, const Task& task) {
   }
   std::unique_ptr<DeviceJob>& device_job = job.device_jobs_[device_index];
   if (device_job == nullptr) {
-    absl::StatusOr<std::unique_ptr<DeviceJob>> started = devices_[device_index]->StartJob(job.spec_);
+    absl::StatusOr<std::unique_ptr<DeviceJob>> started =
+        devices_[device_index]->StartJob(job.spec_);
     if (!started.ok()) return started.status();
     device_job = *std::move(started);
   }
@@ -187,7 +223,8 @@ absl::Status Engine::RunTask(size_t device_index, const Task& task) {
     chunk.end = std::min(chunk.begin + job.plan_.issuers_per_chunk, job.spec_.market.issuers());
     chunk.rows = paths;
     chunk.values.resize(static_cast<size_t>(paths * (chunk.end - chunk.begin)));
-    if (absl::Status s = device_job->CopyTerminalPrices(chunk.begin, chunk.end, chunk.values.data());
+    if (absl::Status s =
+            device_job->CopyTerminalPrices(chunk.begin, chunk.end, chunk.values.data());
         !s.ok()) {
       return s;
     }

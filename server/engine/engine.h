@@ -42,7 +42,7 @@ struct DeviceStatus {
 
 struct JobSummary {
   double elapsed_seconds = 0;
-  double flops = 0;  // 2 * P * N * priced columns
+  double flops = 0;   // 2 * P * N * priced columns
   int64_t bytes = 0;  // payload bytes of the chunks produced
 };
 
@@ -69,8 +69,8 @@ class Job {
   JobSummary Summary() const;
 
   // Constructed by Engine::Submit only.
-  Job(std::string id, JobSpec spec, ShardPlan plan, int64_t device_count,
-      int64_t max_pending_bytes, std::shared_ptr<WorkSignal> signal);
+  Job(std::string id, JobSpec spec, ShardPlan plan, int64_t device_count, int64_t max_pending_bytes,
+      std::shared_ptr<WorkSignal> signal);
 
  private:
   friend class Engine;
@@ -115,6 +115,9 @@ class Engine {
     int64_t bytes = 0;
   };
 
+  // Narrows the plan's shards until the job fits some device's budget, or
+  // RESOURCE_EXHAUSTED naming the bytes needed and the largest budget.
+  absl::StatusOr<ShardPlan> FitToBudgets(const JobSpec& spec, ShardPlan plan) const;
   void WorkerLoop(size_t device_index);
   // Picks the next runnable task in round-robin order; retires finished jobs.
   bool PickTask(Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);

@@ -54,8 +54,8 @@ class AccountedArray {
   static absl::Status Allocate(MemoryAccount& account, int64_t size, absl::string_view what,
                                AccountedArray* out) {
     const int64_t bytes = size * static_cast<int64_t>(sizeof(T));
+    out->Reset();  // the old array's bytes first, so a replacement that fits is not refused
     if (absl::Status s = account.Reserve(bytes, what); !s.ok()) return s;
-    out->Reset();
     out->account_ = &account;
     out->size_ = size;
     out->data_ = new T[static_cast<size_t>(size)];

@@ -6,8 +6,8 @@
 // slow reader holds back only its own job's shards.
 #pragma once
 
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>

@@ -28,9 +28,8 @@ ShardPlan PlanShards(const JobSpec& spec) {
   const int64_t column_bytes = ChunkPayloadBytes(spec.output, spec.paths, 1);
   if (column_bytes == 0) return plan;  // terminal prices only: no shards to run
   const int64_t max_chunk = std::max<int64_t>(1, kMaxChunkPayloadBytes / column_bytes);
-  plan.chunk_columns = spec.output.chunk_columns > 0
-                           ? std::min(spec.output.chunk_columns, max_chunk)
-                           : max_chunk;
+  plan.chunk_columns =
+      spec.output.chunk_columns > 0 ? std::min(spec.output.chunk_columns, max_chunk) : max_chunk;
   plan.chunk_columns = std::min(plan.chunk_columns, columns);
 
   int64_t width = spec.shard_columns;

@@ -7,12 +7,16 @@
 
 namespace pricer {
 
-// Shards start at multiples of this many columns of A, and the column range
-// they compute is widened to such multiples (at most M). BLAS kernels work on
-// fixed column panels, so a column computed in the same panel position gets
-// the same rounding: results then do not depend on the shard width or the
-// requested column range. The few extra columns are computed and dropped.
-inline constexpr int64_t kColumnAlignment = 64;
+// The unit of reproducibility. Shards start at multiples of this many columns
+// of A, the column range they compute is widened to such multiples (at most
+// M), and a backend computes each block [k * 256, min((k + 1) * 256, M)) of A
+// as one GEMM call of that fixed shape. A BLAS call's rounding depends on its
+// shape and threading (OpenBLAS splits columns between threads at points that
+// depend on the call's width), so fixing the call makes every column's value
+// independent of the shard width, the requested column range, the number of
+// devices and the threads per device. The extra columns are computed and
+// dropped: at most 2 * 255 per request.
+inline constexpr int64_t kColumnAlignment = 256;
 
 // Every reply payload stays below this, leaving room for the message framing
 // under gRPC's default 4 MiB receive limit.
@@ -28,9 +32,9 @@ inline constexpr int64_t kTargetShardBytes = 64 * 1024 * 1024;
 struct ShardPlan {
   int64_t shard_columns = 0;  // width of every shard but possibly the last
   int64_t shard_count = 0;
-  int64_t chunk_columns = 0;    // scenario columns per result chunk
+  int64_t chunk_columns = 0;      // scenario columns per result chunk
   int64_t issuers_per_chunk = 0;  // issuers per terminal-prices chunk
-  int64_t gemm_begin = 0;       // aligned range of A the shards compute
+  int64_t gemm_begin = 0;         // aligned range of A the shards compute
   int64_t gemm_end = 0;
 };
 

@@ -1,9 +1,11 @@
 #include "server/service/pricer_server.h"
 
-#include <chrono>
-
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -16,9 +18,9 @@ namespace pricer {
 
 absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   static constexpr std::pair<absl::string_view, int64_t> kUnits[] = {
-      {"kib", 1LL << 10}, {"mib", 1LL << 20}, {"gib", 1LL << 30}, {"tib", 1LL << 40},
-      {"kb", 1000LL},     {"mb", 1000000LL},  {"gb", 1000000000LL}, {"tb", 1000000000000LL},
-      {"b", 1}};
+      {"kib", 1LL << 10},   {"mib", 1LL << 20},      {"gib", 1LL << 30},
+      {"tib", 1LL << 40},   {"kb", 1000LL},          {"mb", 1000000LL},
+      {"gb", 1000000000LL}, {"tb", 1000000000000LL}, {"b", 1}};
   const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
   absl::string_view number = lower;
   int64_t unit = 1;
@@ -43,7 +45,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_vi
   const int64_t budget = device_memory_bytes > 0 ? device_memory_bytes : HostMemoryBytes() / 2;
   std::vector<std::unique_ptr<Device>> out;
   if (devices == "auto" || devices == "cpu") {
-    out.push_back(std::make_unique<CpuDevice>("cpu0", budget));
+    const int threads = std::max(1u, std::thread::hardware_concurrency());
+    out.push_back(std::make_unique<CpuDevice>("cpu0", budget, threads));
     return out;
   }
   return absl::InvalidArgumentError(
@@ -83,10 +86,9 @@ PricerServer::~PricerServer() { Shutdown(); }
 void PricerServer::Shutdown(double grace_seconds) {
   if (shut_down_) return;
   shut_down_ = true;
-  const auto deadline =
-      std::chrono::system_clock::now() +
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::duration<double>(grace_seconds));
+  const auto deadline = std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            std::chrono::duration<double>(grace_seconds));
   server_->Shutdown(deadline);
   engine_.reset();  // cancels what is left and joins the workers
 }

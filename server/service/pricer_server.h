@@ -2,13 +2,13 @@
 // port. pricerd wraps it in flags; tests start it in-process on port 0.
 #pragma once
 
+#include <grpcpp/server.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
 #include "server/engine/engine.h"

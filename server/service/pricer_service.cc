@@ -49,8 +49,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
           grpc::StatusCode::RESOURCE_EXHAUSTED,
           absl::StrCat("the request has ", request_bytes, " bytes, over this server's limit of ",
                        max_request_bytes,
-                       " bytes (--max-request-bytes); send large scenario matrices through the "
-                       "scenario upload (UploadScenarios) and name the set in the request")));
+                       " bytes (--max-request-bytes); price a large inline matrix in column "
+                       "ranges, or send it through the scenario upload of a later API version "
+                       "(planned)")));
       return;
     }
     absl::StatusOr<JobSpec> spec = ToJobSpec(request);
@@ -76,7 +77,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     accepted->mutable_plan()->set_shard_columns(plan.shard_columns);
     accepted->mutable_plan()->set_shard_count(plan.shard_count);
     accepted->mutable_plan()->set_chunk_columns(plan.chunk_columns);
-    for (const std::string& name : engine.DeviceNames()) accepted->mutable_plan()->add_devices(name);
+    for (const std::string& name : engine.DeviceNames())
+      accepted->mutable_plan()->add_devices(name);
     accepted->set_issuers(job_->spec().market.issuers());
     accepted->set_paths(job_->spec().paths);
     accepted->set_column_begin(job_->spec().column_begin);
@@ -138,8 +140,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       finished->set_bytes(summary.bytes);
       finished_sent_ = true;
       writing_ = true;
-      spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(),
-                   summary.elapsed_seconds, summary.flops / summary.elapsed_seconds / 1e9);
+      spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,
+                   summary.flops / summary.elapsed_seconds / 1e9);
       lock.unlock();
       StartWrite(&reply_);
       return;

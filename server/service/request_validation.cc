@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 
@@ -12,8 +13,17 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "matrices travel as little-endian float32; add a byte swap for this host");
 
+// Prints a double as StrCat does, but NaN as "NaN".
+template <typename T>
+std::string Show(T value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(value)) return "NaN";
+  }
+  return absl::StrCat(value);
+}
+
 absl::Status Invalid(absl::string_view field, auto value, absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", value, ": ", rule));
+  return absl::InvalidArgumentError(absl::StrCat(field, " is ", Show(value), ": ", rule));
 }
 
 absl::Status CheckFinite(absl::string_view field, double value) {
@@ -43,7 +53,9 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
       for (int i = 0; i < e.spot_size(); ++i) {
         const std::string field = absl::StrCat("market.explicit.spot[", i, "]");
         if (absl::Status s = CheckFinite(field, e.spot(i)); !s.ok()) return s;
-        if (!(e.spot(i) > 0)) return Invalid(field, e.spot(i), "must be > 0");
+        if (!(e.spot(i) > 0) || e.spot(i) > kMaxSpot) {
+          return Invalid(field, e.spot(i), absl::StrCat("must be in (0, ", kMaxSpot, "]"));
+        }
       }
       for (int i = 0; i < e.volatility_size(); ++i) {
         const std::string field = absl::StrCat("market.explicit.volatility[", i, "]");
@@ -66,10 +78,11 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
                                   {"market.generated.volatility_max", g.volatility_max()}}) {
         if (absl::Status s = CheckFinite(field, value); !s.ok()) return s;
       }
-      if (!(g.spot_min() > 0)) return Invalid("market.generated.spot_min", g.spot_min(), "must be > 0");
-      if (g.spot_max() < g.spot_min()) {
+      if (!(g.spot_min() > 0))
+        return Invalid("market.generated.spot_min", g.spot_min(), "must be > 0");
+      if (g.spot_max() < g.spot_min() || g.spot_max() > kMaxSpot) {
         return Invalid("market.generated.spot_max", g.spot_max(),
-                       absl::StrCat("must be >= spot_min ", g.spot_min()));
+                       absl::StrCat("must be in [spot_min ", g.spot_min(), ", ", kMaxSpot, "]"));
       }
       if (g.volatility_min() < 0) {
         return Invalid("market.generated.volatility_min", g.volatility_min(), "must be >= 0");
@@ -96,6 +109,26 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
   if (!(request.maturity() > 0) || request.maturity() > 100) {
     return Invalid("maturity", request.maturity(), "must be in (0, 100] years");
   }
+  if (std::abs(request.rate()) * request.maturity() > kMaxRateTimesMaturity) {
+    return Invalid("rate", request.rate(),
+                   absl::StrCat("|rate| * maturity must be <= ", kMaxRateTimesMaturity,
+                                " (maturity ", request.maturity(), ")"));
+  }
+  // sigma * sqrt(T) bounds the largest shock, and so keeps ST finite in float32.
+  const double root_t = std::sqrt(request.maturity());
+  for (size_t i = 0; i < market.volatility.size(); ++i) {
+    if (market.volatility[i] * root_t > kMaxVolatilityTimesRootMaturity) {
+      const std::string field = m.has_generated()
+                                    ? "market.generated.volatility_max"
+                                    : absl::StrCat("market.explicit.volatility[", i, "]");
+      const double value =
+          m.has_generated() ? m.generated().volatility_max() : market.volatility[i];
+      return Invalid(
+          field, value,
+          absl::StrCat("volatility * sqrt(maturity) must be <= ", kMaxVolatilityTimesRootMaturity,
+                       " (maturity ", request.maturity(), ")"));
+    }
+  }
   market.rate = request.rate();
   market.maturity = request.maturity();
   return market;
@@ -109,7 +142,8 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
         return Invalid("scenarios.matrix.rows", m.rows(),
                        absl::StrCat("must equal the issuer count ", issuers));
       }
-      if (absl::Status s = CheckRange("scenarios.matrix.columns", m.columns(), 1, kMaxScenarioColumns);
+      if (absl::Status s =
+              CheckRange("scenarios.matrix.columns", m.columns(), 1, kMaxScenarioColumns);
           !s.ok()) {
         return s;
       }
@@ -118,14 +152,16 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
         return Invalid("scenarios.matrix.values size", m.values().size(),
                        absl::StrCat("must be 4 * rows * columns = ", expected, " bytes"));
       }
-      auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(m.rows() * m.columns()));
+      auto values =
+          std::make_shared<std::vector<float>>(static_cast<size_t>(m.rows() * m.columns()));
       std::memcpy(values->data(), m.values().data(), m.values().size());
       for (size_t k = 0; k < values->size(); ++k) {
-        if (!std::isfinite((*values)[k])) {
+        const double value = (*values)[k];
+        if (!(std::abs(value) <= kMaxPosition)) {  // also NaN
           const int64_t row = static_cast<int64_t>(k) % m.rows();
           const int64_t column = static_cast<int64_t>(k) / m.rows();
-          return Invalid(absl::StrCat("scenarios.matrix.values[", row, ", ", column, "]"),
-                         (*values)[k], "must be finite");
+          return Invalid(absl::StrCat("scenarios.matrix.values[", row, ", ", column, "]"), value,
+                         absl::StrCat("must be finite with |value| <= ", kMaxPosition));
         }
       }
       return ScenarioMatrix::Inline(m.rows(), m.columns(), std::move(values));
@@ -143,9 +179,14 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
       if (absl::Status s = CheckFinite("scenarios.generated.value_max", g.value_max()); !s.ok()) {
         return s;
       }
-      if (g.value_max() < g.value_min()) {
-        return Invalid("scenarios.generated.value_max", g.value_max(),
-                       absl::StrCat("must be >= value_min ", g.value_min()));
+      if (std::abs(g.value_min()) > kMaxPosition) {
+        return Invalid("scenarios.generated.value_min", g.value_min(),
+                       absl::StrCat("|value_min| must be <= ", kMaxPosition));
+      }
+      if (g.value_max() < g.value_min() || std::abs(g.value_max()) > kMaxPosition) {
+        return Invalid(
+            "scenarios.generated.value_max", g.value_max(),
+            absl::StrCat("must be in [value_min ", g.value_min(), ", ", kMaxPosition, "]"));
       }
       return ScenarioMatrix::Generated(issuers, g.columns(), g.seed(),
                                        static_cast<float>(g.value_min()),
@@ -185,8 +226,9 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
   spec.column_end = request.column_end();
   if (spec.column_begin == 0 && spec.column_end == 0) spec.column_end = columns;
   if (spec.column_begin < 0 || spec.column_begin >= columns) {
-    return Invalid("column_begin", spec.column_begin,
-                   absl::StrCat("must be in [0, ", columns, ") for ", columns, " scenario columns"));
+    return Invalid(
+        "column_begin", spec.column_begin,
+        absl::StrCat("must be in [0, ", columns, ") for ", columns, " scenario columns"));
   }
   if (spec.column_end <= spec.column_begin || spec.column_end > columns) {
     return Invalid("column_end", spec.column_end,

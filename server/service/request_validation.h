@@ -13,6 +13,13 @@ inline constexpr int64_t kMaxPaths = 1'000'000;
 inline constexpr int64_t kMaxPathIssuerProduct = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxScenarioColumns = 1'000'000'000;
 inline constexpr int64_t kMaxChunkColumns = 1'000'000;
+// Bounds that keep ST and SC finite in float32: the largest shock |z| is
+// about 5.8, so ST <= 1e8 * e^(10 + 5 * 5.8) ~ 9e24 and |SC| <= N * 1e8 * ST
+// stays below float32's 3.4e38.
+inline constexpr double kMaxSpot = 1e8;
+inline constexpr double kMaxPosition = 1e8;
+inline constexpr double kMaxRateTimesMaturity = 10;
+inline constexpr double kMaxVolatilityTimesRootMaturity = 5;
 
 // INVALID_ARGUMENT naming the first bad field and its value, else the spec.
 absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request);

@@ -1,0 +1,131 @@
+// pricer: the command-line client. `pricer price` sends one pricing request
+// and writes its results; `pricer devices` lists the server's devices.
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "client/lib/price_results.h"
+#include "client/lib/pricer_client.h"
+#include "client/lib/request_options.h"
+
+namespace {
+
+// A refused or failed call: the status code and message, exit code 1.
+int Fail(const grpc::Status& status) {
+  const int code = static_cast<int>(status.error_code());
+  // gRPC's and Abseil's status codes share their numbers and names.
+  std::cerr << "pricer: " << code << " "
+            << absl::StatusCodeToString(static_cast<absl::StatusCode>(code)) << ": "
+            << status.error_message() << "\n";
+  return 1;
+}
+
+int RunPrice(const std::string& target, const pricer::PriceOptions& options,
+             const pricer::ResultFiles& files) {
+  absl::StatusOr<pricer::v1::PriceRequest> request = pricer::BuildPriceRequest(options);
+  if (!request.ok()) {
+    std::cerr << "pricer: " << request.status().message() << "\n";
+    return 2;
+  }
+  pricer::PricerClient client(target);
+  pricer::PriceResults results(files);
+  const bool progress = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status = client.Price(*request, [&](const pricer::v1::PriceReply& reply) {
+    grpc::Status s = results.OnReply(reply);
+    if (progress && reply.has_chunk()) {
+      std::fprintf(stderr, "\r%lld / %lld columns",
+                   static_cast<long long>(results.columns_received()),
+                   static_cast<long long>(results.columns()));
+    }
+    return s;
+  });
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (progress) std::fprintf(stderr, "\n");
+  if (!status.ok()) return Fail(status);
+  if (absl::Status s = results.Finish(); !s.ok()) {
+    std::cerr << "pricer: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << results.Summary(wall);
+  return 0;
+}
+
+int RunDevices(const std::string& target, bool json) {
+  pricer::PricerClient client(target);
+  pricer::v1::ListDevicesReply reply;
+  if (grpc::Status status = client.ListDevices(&reply); !status.ok()) return Fail(status);
+  if (json) {
+    std::string text;
+    google::protobuf::util::JsonPrintOptions print;
+    print.add_whitespace = true;
+    print.always_print_primitive_fields = true;
+    (void)google::protobuf::util::MessageToJsonString(reply, &text, print);
+    std::cout << text;
+    return 0;
+  }
+  std::cout << absl::StrFormat("%-10s %-6s %16s %16s %16s %12s\n", "device", "kind", "budget bytes",
+                               "in use bytes", "peak bytes", "shards done");
+  for (const pricer::v1::DeviceInfo& d : reply.devices()) {
+    std::cout << absl::StrFormat("%-10s %-6s %16d %16d %16d %12d\n", d.name(), d.kind(),
+                                 d.memory_budget_bytes(), d.bytes_in_use(), d.peak_bytes(),
+                                 d.shards_done());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"pricer: client of the pricer Monte Carlo scenario pricing service"};
+  app.require_subcommand(1);
+  std::string target = "localhost:50051";
+  app.add_option("--target", target, "server address host:port")
+      ->envname("PRICER_TARGET")
+      ->capture_default_str();
+
+  pricer::PriceOptions options;
+  pricer::ResultFiles files;
+  CLI::App* price = app.add_subcommand("price", "price a scenario set and write its results");
+  price->add_option("--target", target, "server address host:port")->envname("PRICER_TARGET");
+  price->add_option("--preset", options.preset,
+                    "seed: the original example (500 issuers, 10,000 paths, 1,000,000 "
+                    "scenarios, seed 42); other flags override it");
+  price->add_option("--issuers", options.issuers, "generated issuers, spot U(5,10), vol U(0,1)");
+  price->add_option("--market-file", options.market_file, "CSV with header spot,volatility");
+  price->add_option("--paths", options.paths, "Monte Carlo paths P");
+  price->add_option("--seed", options.seed, "seed of the paths and of generated data");
+  price->add_option("--rate", options.rate, "risk-free rate per year (default 0)");
+  price->add_option("--maturity", options.maturity, "horizon in years (default 1)");
+  price->add_option("--scenarios", options.scenarios, "generated scenario columns M, U(0,1)");
+  price->add_option("--scenarios-file", options.scenarios_file,
+                    ".npy N x M scenario matrix (float32 or float64), sent inline");
+  price->add_option("--column-begin", options.column_begin, "first scenario column to price");
+  price->add_option("--column-end", options.column_end, "one past the last column to price");
+  price->add_option("--chunk-columns", options.chunk_columns, "columns per result chunk (hint)");
+  price->add_option("--stats-out", files.stats_csv, "write per-column statistics as CSV");
+  price->add_option("--full-out", files.full_npy, "write SC (float32 P x M, Fortran order) .npy");
+  price->add_option("--prices-out", files.prices_npy, "write ST (float32 P x N) .npy");
+
+  bool json = false;
+  CLI::App* devices = app.add_subcommand("devices", "list the server's devices");
+  devices->add_option("--target", target, "server address host:port")->envname("PRICER_TARGET");
+  devices->add_flag("--json", json, "print the ListDevices reply as JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  if (price->parsed()) {
+    options.full = !files.full_npy.empty();
+    options.terminal_prices = !files.prices_npy.empty();
+    // The summary shows statistics unless only files of raw values were asked for.
+    options.statistics = !files.stats_csv.empty() || (!options.full && !options.terminal_prices);
+    return RunPrice(target, options, files);
+  }
+  return RunDevices(target, json);
+}

@@ -1,0 +1,168 @@
+#include "client/lib/npy.h"
+
+#include <unistd.h>
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace pricer {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "npy I/O assumes a little-endian host");
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+// The header dict, padded with spaces and a newline so that the data starts
+// at a multiple of 64 bytes, as NumPy writes it.
+std::string MakeHeader(int64_t rows, int64_t columns) {
+  std::string dict = absl::StrCat("{'descr': '<f4', 'fortran_order': True, 'shape': (", rows, ", ",
+                                  columns, "), }");
+  const size_t unpadded = 6 + 2 + 2 + dict.size() + 1;
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict.push_back('\n');
+  std::string header(kMagic, 6);
+  header.push_back('\x01');
+  header.push_back('\x00');
+  header.push_back(static_cast<char>(dict.size() & 0xff));
+  header.push_back(static_cast<char>(dict.size() >> 8));
+  return header + dict;
+}
+
+// The value of `key` in a header dict such as {'descr': '<f4', ...}.
+absl::StatusOr<std::string> DictValue(absl::string_view dict, absl::string_view key) {
+  const std::string quoted = absl::StrCat("'", key, "':");
+  const size_t at = dict.find(quoted);
+  if (at == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("the .npy header has no ", key));
+  }
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(dict.substr(at + quoted.size()));
+  const size_t end = rest.front() == '(' ? rest.find(')') + 1 : rest.find_first_of(",}");
+  return std::string(rest.substr(0, end));
+}
+
+}  // namespace
+
+absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path, int64_t rows,
+                                                        int64_t columns) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+  }
+  const std::string header = MakeHeader(rows, columns);
+  std::fwrite(header.data(), 1, header.size(), file);
+  NpyColumnWriter writer(file, path, rows, columns, static_cast<int64_t>(header.size()));
+  // Size the file up front: columns arrive in any order.
+  const int64_t total = writer.data_offset_ + rows * columns * 4;
+  if (std::fflush(file) != 0 || ftruncate(fileno(file), total) != 0) {
+    return absl::InternalError(absl::StrCat("cannot size ", path, " to ", total, " bytes"));
+  }
+  return writer;
+}
+
+NpyColumnWriter::NpyColumnWriter(NpyColumnWriter&& other) noexcept
+    : file_(std::exchange(other.file_, nullptr)),
+      path_(std::move(other.path_)),
+      rows_(other.rows_),
+      columns_(other.columns_),
+      data_offset_(other.data_offset_) {}
+
+NpyColumnWriter::~NpyColumnWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count, const float* values) {
+  if (first < 0 || count < 0 || first + count > columns_) {
+    return absl::OutOfRangeError(absl::StrCat("columns [", first, ", ", first + count,
+                                              ") outside the ", columns_, " columns of ", path_));
+  }
+  const size_t bytes = static_cast<size_t>(rows_ * count) * sizeof(float);
+  if (fseeko(file_, data_offset_ + first * rows_ * 4, SEEK_SET) != 0 ||
+      std::fwrite(values, 1, bytes, file_) != bytes) {
+    return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NpyColumnWriter::Close() {
+  std::FILE* file = std::exchange(file_, nullptr);
+  if (file == nullptr) return absl::OkStatus();
+  if (std::fclose(file) != 0) {
+    return absl::InternalError(absl::StrCat("cannot close ", path_, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NpyMatrix> ReadNpyMatrix(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  char prefix[10];
+  if (!in.read(prefix, 10) || std::memcmp(prefix, kMagic, 6) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a .npy file"));
+  }
+  const int major = static_cast<unsigned char>(prefix[6]);
+  size_t header_size = static_cast<unsigned char>(prefix[8]) |
+                       (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
+  if (major >= 2) {  // versions 2 and 3 have a 4-byte header length
+    char more[2];
+    if (!in.read(more, 2)) return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
+    header_size |= (static_cast<size_t>(static_cast<unsigned char>(more[0])) << 16) |
+                   (static_cast<size_t>(static_cast<unsigned char>(more[1])) << 24);
+  }
+  std::string dict(header_size, '\0');
+  if (!in.read(dict.data(), static_cast<std::streamsize>(header_size))) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
+  }
+  absl::StatusOr<std::string> descr = DictValue(dict, "descr");
+  absl::StatusOr<std::string> order = DictValue(dict, "fortran_order");
+  absl::StatusOr<std::string> shape = DictValue(dict, "shape");
+  for (const auto* field : {&descr, &order, &shape}) {
+    if (!field->ok()) return field->status();
+  }
+  const bool f32 = *descr == "'<f4'";
+  const bool f64 = *descr == "'<f8'";
+  if (!f32 && !f64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": dtype ", *descr, " is not float32 or float64 ('<f4' or '<f8')"));
+  }
+  std::vector<std::string> dims = absl::StrSplit(
+      absl::StripSuffix(absl::StripPrefix(*shape, "("), ")"), ',', absl::SkipWhitespace());
+  NpyMatrix m;
+  if (dims.size() != 2 || !absl::SimpleAtoi(dims[0], &m.rows) ||
+      !absl::SimpleAtoi(dims[1], &m.columns) || m.rows < 1 || m.columns < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": shape ", *shape, " is not a 2-D matrix (issuers x scenarios)"));
+  }
+  const bool fortran = *order == "True";
+  const size_t count = static_cast<size_t>(m.rows * m.columns);
+  const size_t element = f32 ? 4 : 8;
+  std::vector<char> raw(count * element);
+  if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the data is shorter than ", raw.size(), " bytes for shape ", *shape));
+  }
+  m.values.resize(count);
+  for (int64_t i = 0; i < m.rows; ++i) {
+    for (int64_t j = 0; j < m.columns; ++j) {
+      const size_t from = static_cast<size_t>(fortran ? j * m.rows + i : i * m.columns + j);
+      float value;
+      if (f32) {
+        std::memcpy(&value, raw.data() + from * 4, 4);
+      } else {
+        double wide;
+        std::memcpy(&wide, raw.data() + from * 8, 8);
+        value = static_cast<float>(wide);
+      }
+      m.values[static_cast<size_t>(j * m.rows + i)] = value;
+    }
+  }
+  return m;
+}
+
+}  // namespace pricer

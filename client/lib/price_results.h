@@ -1,0 +1,61 @@
+// What `pricer price` does with the replies of one call: writes the full SC
+// matrix and the terminal prices to .npy as chunks arrive (memory stays
+// bounded), keeps the per-column statistics for the CSV and the summary.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "client/lib/npy.h"
+#include "pricer/v1/pricer.pb.h"
+
+namespace pricer {
+
+struct ResultFiles {
+  std::string stats_csv;   // --stats-out; empty: none
+  std::string full_npy;    // --full-out
+  std::string prices_npy;  // --prices-out
+};
+
+class PriceResults {
+ public:
+  explicit PriceResults(ResultFiles files) : files_(std::move(files)) {}
+
+  // Takes one reply; a non-OK status (a file that cannot be written, a reply
+  // that contradicts the plan) should cancel the call.
+  grpc::Status OnReply(const v1::PriceReply& reply);
+  // Closes the .npy files and writes the statistics CSV.
+  absl::Status Finish();
+
+  const v1::JobAccepted& accepted() const { return accepted_; }
+  const std::optional<v1::JobFinished>& finished() const { return finished_; }
+  int64_t columns_received() const { return columns_received_; }
+  int64_t columns() const { return accepted_.column_end() - accepted_.column_begin(); }
+  // The statistics of the priced columns, in column order (empty if none).
+  const v1::ColumnStatistics& statistics() const { return statistics_; }
+
+  // A few lines: the statistics of the first columns, their spread across
+  // all columns, and the time and GFLOP/s of the job.
+  std::string Summary(double wall_seconds) const;
+
+ private:
+  grpc::Status OnAccepted(const v1::JobAccepted& accepted);
+  grpc::Status OnChunk(const v1::ResultChunk& chunk);
+  grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk);
+
+  const ResultFiles files_;
+  v1::JobAccepted accepted_;
+  std::optional<v1::JobFinished> finished_;
+  std::optional<NpyColumnWriter> full_;
+  std::optional<NpyColumnWriter> prices_;
+  v1::ColumnStatistics statistics_;
+  bool has_statistics_ = false;
+  int64_t columns_received_ = 0;
+};
+
+}  // namespace pricer

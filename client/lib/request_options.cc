@@ -1,0 +1,141 @@
+#include "client/lib/request_options.h"
+
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/lib/npy.h"
+
+namespace pricer {
+
+PriceOptions SeedPreset() {
+  PriceOptions seed;
+  seed.preset = "seed";
+  seed.issuers = 500;
+  seed.paths = 10'000;
+  seed.seed = 42;
+  seed.rate = 0.02;
+  seed.maturity = 1.0;
+  seed.scenarios = 1'000'000;
+  return seed;
+}
+
+absl::StatusOr<v1::ExplicitMarket> ReadMarketCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open market file ", path));
+  std::string line;
+  std::getline(in, line);
+  if (absl::StripAsciiWhitespace(line) != "spot,volatility") {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the first row is '", line,
+                                                   "'; expected the header 'spot,volatility'"));
+  }
+  v1::ExplicitMarket market;
+  for (int row = 2; std::getline(in, line); ++row) {
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
+    double spot = 0, volatility = 0;
+    if (cells.size() != 2 || !absl::SimpleAtod(cells[0], &spot) ||
+        !absl::SimpleAtod(cells[1], &volatility)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", row, ": '", line, "' is not two numbers spot,volatility"));
+    }
+    market.add_spot(spot);
+    market.add_volatility(volatility);
+  }
+  return market;
+}
+
+absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
+  PriceOptions o;  // the preset, then the flags over it
+  if (flags.preset.has_value()) {
+    if (*flags.preset != "seed") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--preset '", *flags.preset, "' is unknown; the presets are: seed"));
+    }
+    o = SeedPreset();
+  }
+  auto over = [](auto& to, const auto& from) {
+    if (from.has_value()) to = from;
+  };
+  over(o.issuers, flags.issuers);
+  over(o.market_file, flags.market_file);
+  over(o.paths, flags.paths);
+  over(o.seed, flags.seed);
+  over(o.rate, flags.rate);
+  over(o.maturity, flags.maturity);
+  over(o.scenarios, flags.scenarios);
+  over(o.scenarios_file, flags.scenarios_file);
+  over(o.column_begin, flags.column_begin);
+  over(o.column_end, flags.column_end);
+  over(o.chunk_columns, flags.chunk_columns);
+  // A file named on the command line replaces the preset's generated data.
+  if (flags.market_file.has_value() && !flags.issuers.has_value()) o.issuers.reset();
+  if (flags.scenarios_file.has_value() && !flags.scenarios.has_value()) o.scenarios.reset();
+
+  v1::PriceRequest request;
+  if (o.market_file.has_value() && o.issuers.has_value()) {
+    return absl::InvalidArgumentError("give either --market-file or --issuers, not both");
+  }
+  if (o.market_file.has_value()) {
+    absl::StatusOr<v1::ExplicitMarket> market = ReadMarketCsv(*o.market_file);
+    if (!market.ok()) return market.status();
+    *request.mutable_market()->mutable_explicit_() = *std::move(market);
+  } else if (o.issuers.has_value()) {
+    // The original example's draws.
+    v1::GeneratedMarket* market = request.mutable_market()->mutable_generated();
+    market->set_issuers(*o.issuers);
+    market->set_seed(o.seed.value_or(0));
+    market->set_spot_min(5.0);
+    market->set_spot_max(10.0);
+    market->set_volatility_min(0.0);
+    market->set_volatility_max(1.0);
+  } else {
+    return absl::InvalidArgumentError("no market: give --market-file, --issuers or --preset seed");
+  }
+
+  if (!o.paths.has_value()) {
+    return absl::InvalidArgumentError("no path count: give --paths or --preset seed");
+  }
+  request.set_paths(*o.paths);
+  request.set_seed(o.seed.value_or(0));
+  request.set_rate(o.rate.value_or(0.0));
+  request.set_maturity(o.maturity.value_or(1.0));
+
+  if (o.scenarios_file.has_value() && o.scenarios.has_value()) {
+    return absl::InvalidArgumentError("give either --scenarios-file or --scenarios, not both");
+  }
+  if (o.scenarios_file.has_value()) {
+    absl::StatusOr<NpyMatrix> a = ReadNpyMatrix(*o.scenarios_file);
+    if (!a.ok()) return a.status();
+    v1::Matrix* matrix = request.mutable_scenarios()->mutable_matrix();
+    matrix->set_rows(a->rows);
+    matrix->set_columns(a->columns);
+    matrix->set_values(reinterpret_cast<const char*>(a->values.data()), a->values.size() * 4);
+  } else if (o.scenarios.has_value()) {
+    v1::GeneratedScenarios* scenarios = request.mutable_scenarios()->mutable_generated();
+    scenarios->set_columns(*o.scenarios);
+    scenarios->set_seed(o.seed.value_or(0));
+    scenarios->set_value_min(0.0);
+    scenarios->set_value_max(1.0);
+  } else {
+    return absl::InvalidArgumentError(
+        "no scenarios: give --scenarios, --scenarios-file or --preset seed");
+  }
+  // --column-begin alone prices to the last column.
+  const int64_t columns = request.scenarios().has_matrix()
+                              ? request.scenarios().matrix().columns()
+                              : request.scenarios().generated().columns();
+  request.set_column_begin(o.column_begin.value_or(0));
+  request.set_column_end(o.column_end.value_or(o.column_begin.has_value() ? columns : 0));
+
+  v1::OutputOptions* output = request.mutable_output();
+  output->set_full(flags.full);
+  output->set_statistics(flags.statistics);
+  output->set_terminal_prices(flags.terminal_prices);
+  output->set_chunk_columns(o.chunk_columns.value_or(0));
+  return request;
+}
+
+}  // namespace pricer

@@ -1,0 +1,44 @@
+// The pricing request a user describes with `pricer price` flags, and the
+// `seed` preset that reproduces the original example.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pricer/v1/pricer.pb.h"
+
+namespace pricer {
+
+// Every field is optional: a preset fills what the flags leave unset.
+struct PriceOptions {
+  std::optional<std::string> preset;  // "seed"
+  std::optional<int64_t> issuers;     // generated market
+  std::optional<std::string> market_file;
+  std::optional<int64_t> paths;
+  std::optional<uint64_t> seed;
+  std::optional<double> rate;
+  std::optional<double> maturity;
+  std::optional<int64_t> scenarios;  // generated scenario columns
+  std::optional<std::string> scenarios_file;
+  std::optional<int64_t> column_begin;
+  std::optional<int64_t> column_end;
+  std::optional<int64_t> chunk_columns;
+  bool full = false;
+  bool statistics = false;
+  bool terminal_prices = false;
+};
+
+// The original example: 500 issuers with spot ~ U(5, 10) and volatility ~
+// U(0, 1), 10,000 paths, 1,000,000 scenario columns ~ U(0, 1), seed 42,
+// rate 0.02, maturity 1 year.
+PriceOptions SeedPreset();
+
+// Fills unset fields from the preset, reads the files, and builds the request.
+absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& options);
+
+// Reads a market CSV: a header row `spot,volatility`, then one issuer a row.
+absl::StatusOr<v1::ExplicitMarket> ReadMarketCsv(const std::string& path);
+
+}  // namespace pricer

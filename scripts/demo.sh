@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The main job at reduced scale: installs, builds, starts pricerd on the cpu
+# backend, prices the original example (500 issuers, 10,000 paths) over
+# 20,000 of its 1,000,000 scenario columns, prints the statistics summary and
+# the time and GFLOP/s, and stops the server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh > /dev/null
+build_dir=${BUILD_DIR:-build}
+
+log=$(mktemp)
+"$build_dir/server/pricerd" --listen 127.0.0.1:0 --devices cpu > "$log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$log"' EXIT
+
+port=""
+for _ in $(seq 1 100); do
+  port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log")
+  [[ -n "$port" ]] && break
+  kill -0 "$server" 2>/dev/null || { cat "$log"; exit 1; }
+  sleep 0.1
+done
+[[ -n "$port" ]] || { echo "pricerd did not start"; cat "$log"; exit 1; }
+echo "pricerd is serving on 127.0.0.1:$port"
+
+"$build_dir/client/pricer" price --target "127.0.0.1:$port" --preset seed --scenarios 20000 \
+  "$@"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds, and runs the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900

@@ -1,0 +1,116 @@
+#include "client/lib/npy.h"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace pricer {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed())))
+      .string();
+}
+
+// Writes a .npy by hand, as NumPy lays it out (version 1.0, 64-byte aligned).
+void WriteRawNpy(const std::string& path, const std::string& dict, const void* data, size_t bytes) {
+  std::string header = dict;
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header.push_back('\n');
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const char size[2] = {static_cast<char>(header.size() & 0xff),
+                        static_cast<char>(header.size() >> 8)};
+  out.write(size, 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+}
+
+TEST(NpyColumnWriter, ColumnsWrittenOutOfOrderReadBackInPlace) {
+  const std::string path = TempPath("writer.npy");
+  const int64_t rows = 3, columns = 5;
+  auto writer = NpyColumnWriter::Create(path, rows, columns);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  // Chunks arrive in any order: columns [3, 5), then [0, 3).
+  std::vector<float> late = {30, 31, 32, 40, 41, 42};
+  std::vector<float> early = {0, 1, 2, 10, 11, 12, 20, 21, 22};
+  ASSERT_TRUE(writer->WriteColumns(3, 2, late.data()).ok());
+  ASSERT_TRUE(writer->WriteColumns(0, 3, early.data()).ok());
+  ASSERT_TRUE(writer->Close().ok());
+
+  // The data starts at a multiple of 64 bytes, as NumPy writes it.
+  EXPECT_EQ(std::filesystem::file_size(path) % 64, (rows * columns * 4) % 64);
+  auto matrix = ReadNpyMatrix(path);
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  EXPECT_EQ(matrix->rows, rows);
+  EXPECT_EQ(matrix->columns, columns);
+  for (int64_t j = 0; j < columns; ++j) {
+    for (int64_t i = 0; i < rows; ++i) {
+      EXPECT_EQ(matrix->values[j * rows + i], 10.0f * j + i) << i << "," << j;
+    }
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(NpyColumnWriter, RefusesColumnsOutsideTheMatrix) {
+  const std::string path = TempPath("outside.npy");
+  auto writer = NpyColumnWriter::Create(path, 2, 2);
+  ASSERT_TRUE(writer.ok());
+  std::vector<float> values(4);
+  EXPECT_EQ(writer->WriteColumns(1, 2, values.data()).code(), absl::StatusCode::kOutOfRange);
+  std::filesystem::remove(path);
+}
+
+TEST(ReadNpyMatrix, Float64CorderIsTransposedToColumnMajorFloat32) {
+  const std::string path = TempPath("c_order.npy");
+  // Row-major 2 x 3: element (i, j) = i + 0.25 * j.
+  const double data[6] = {0.0, 0.25, 0.5, 1.0, 1.25, 1.5};
+  WriteRawNpy(path, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", data,
+              sizeof(data));
+  auto matrix = ReadNpyMatrix(path);
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  ASSERT_EQ(matrix->rows, 2);
+  ASSERT_EQ(matrix->columns, 3);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      EXPECT_EQ(matrix->values[j * 2 + i], static_cast<float>(i + 0.25 * j));
+    }
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(ReadNpyMatrix, NamesWhatIsWrong) {
+  const std::string path = TempPath("bad.npy");
+  const int32_t ints[4] = {1, 2, 3, 4};
+  WriteRawNpy(path, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 2), }", ints,
+              sizeof(ints));
+  auto wrong_type = ReadNpyMatrix(path);
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_NE(wrong_type.status().message().find("'<i4'"), absl::string_view::npos);
+
+  const float floats[4] = {1, 2, 3, 4};
+  WriteRawNpy(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", floats,
+              sizeof(floats));
+  auto one_dim = ReadNpyMatrix(path);
+  ASSERT_FALSE(one_dim.ok());
+  EXPECT_NE(one_dim.status().message().find("not a 2-D matrix"), absl::string_view::npos);
+
+  WriteRawNpy(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", floats,
+              sizeof(floats));
+  auto short_data = ReadNpyMatrix(path);
+  ASSERT_FALSE(short_data.ok());
+  EXPECT_NE(short_data.status().message().find("shorter"), absl::string_view::npos);
+
+  EXPECT_EQ(ReadNpyMatrix(path + ".missing").status().code(), absl::StatusCode::kNotFound);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace pricer

@@ -1,0 +1,211 @@
+// Every bad field of a PriceRequest is refused with INVALID_ARGUMENT naming
+// the field and its value, and the server keeps serving.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/service/service_test_util.h"
+
+namespace pricer::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct BadRequestCase {
+  std::string name;
+  std::function<void(v1::PriceRequest&)> spoil;
+  // What the message must say: the field path, " is ", the value as printed.
+  std::string expected;
+};
+
+void PrintTo(const BadRequestCase& c, std::ostream* os) { *os << c.name; }
+
+// The base request has 4 explicit issuers and 100 generated scenario columns.
+void UseGeneratedMarket(v1::PriceRequest& r) {
+  v1::GeneratedMarket* g = r.mutable_market()->mutable_generated();
+  g->set_issuers(4);
+  g->set_seed(3);
+  g->set_spot_min(5);
+  g->set_spot_max(10);
+  g->set_volatility_min(0);
+  g->set_volatility_max(1);
+}
+
+void UseMatrix(v1::PriceRequest& r, int64_t rows, int64_t columns) {
+  SetInlineMatrix(TestMatrix(rows, columns), rows, columns, &r);
+}
+
+std::vector<BadRequestCase> BadRequestCases() {
+  return {
+      {"PathsZero", [](auto& r) { r.set_paths(0); }, "paths is 0"},
+      {"PathsNegative", [](auto& r) { r.set_paths(-5); }, "paths is -5"},
+      {"PathsTooMany", [](auto& r) { r.set_paths(2'000'000); }, "paths is 2000000"},
+      {"MaturityZero", [](auto& r) { r.set_maturity(0); }, "maturity is 0"},
+      {"MaturityNegative", [](auto& r) { r.set_maturity(-1); }, "maturity is -1"},
+      {"MaturityNaN", [](auto& r) { r.set_maturity(kNaN); }, "maturity is NaN"},
+      {"MaturityInf", [](auto& r) { r.set_maturity(kInf); }, "maturity is inf"},
+      {"RateNaN", [](auto& r) { r.set_rate(kNaN); }, "rate is NaN"},
+      {"MarketNotSet", [](auto& r) { r.clear_market(); }, "market is not set"},
+      {"ExplicitSpotEmpty",
+       [](auto& r) {
+         r.mutable_market()->mutable_explicit_()->clear_spot();
+         r.mutable_market()->mutable_explicit_()->clear_volatility();
+       },
+       "market.explicit.spot size is 0"},
+      {"ExplicitVolatilitySizeMismatch",
+       [](auto& r) { r.mutable_market()->mutable_explicit_()->add_volatility(0.2); },
+       "market.explicit.volatility size is 5"},
+      {"ExplicitSpotNegative",
+       [](auto& r) { r.mutable_market()->mutable_explicit_()->set_spot(3, -1); },
+       "market.explicit.spot[3] is -1"},
+      {"ExplicitSpotNaN",
+       [](auto& r) { r.mutable_market()->mutable_explicit_()->set_spot(3, kNaN); },
+       "market.explicit.spot[3] is NaN"},
+      {"ExplicitVolatilityNegative",
+       [](auto& r) { r.mutable_market()->mutable_explicit_()->set_volatility(2, -0.1); },
+       "market.explicit.volatility[2] is -0.1"},
+      {"ExplicitVolatilityInf",
+       [](auto& r) { r.mutable_market()->mutable_explicit_()->set_volatility(2, kInf); },
+       "market.explicit.volatility[2] is inf"},
+      {"GeneratedIssuersZero",
+       [](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_issuers(0);
+       },
+       "market.generated.issuers is 0"},
+      {"GeneratedIssuersNegative",
+       [](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_issuers(-3);
+       },
+       "market.generated.issuers is -3"},
+      {"GeneratedSpotMinZero",
+       [](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_spot_min(0);
+       },
+       "market.generated.spot_min is 0"},
+      {"GeneratedSpotMaxBelowMin",
+       [](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_spot_min(6);
+         r.mutable_market()->mutable_generated()->set_spot_max(5.5);
+       },
+       "market.generated.spot_max is 5.5"},
+      {"GeneratedVolatilityMinNegative",
+       [](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_volatility_min(-0.25);
+       },
+       "market.generated.volatility_min is -0.25"},
+      {"ScenariosNotSet", [](auto& r) { r.clear_scenarios(); }, "scenarios is not set"},
+      {"MatrixRowsNotIssuers", [](auto& r) { UseMatrix(r, 3, 10); }, "scenarios.matrix.rows is 3"},
+      {"MatrixColumnsZero", [](auto& r) { UseMatrix(r, 4, 0); }, "scenarios.matrix.columns is 0"},
+      {"MatrixValuesWrongSize",
+       [](auto& r) {
+         UseMatrix(r, 4, 10);
+         r.mutable_scenarios()->mutable_matrix()->mutable_values()->resize(4 * 39);
+       },
+       "scenarios.matrix.values size is 156"},
+      {"MatrixValueNaN",
+       [](auto& r) {
+         std::vector<float> a = TestMatrix(4, 10);
+         a[2 * 4 + 1] = std::numeric_limits<float>::quiet_NaN();  // row 1, column 2
+         SetInlineMatrix(a, 4, 10, &r);
+       },
+       "scenarios.matrix.values[1, 2] is NaN"},
+      {"GeneratedColumnsZero",
+       [](auto& r) { r.mutable_scenarios()->mutable_generated()->set_columns(0); },
+       "scenarios.generated.columns is 0"},
+      {"GeneratedColumnsNegative",
+       [](auto& r) { r.mutable_scenarios()->mutable_generated()->set_columns(-1); },
+       "scenarios.generated.columns is -1"},
+      {"GeneratedValueMaxBelowMin",
+       [](auto& r) {
+         r.mutable_scenarios()->mutable_generated()->set_value_min(1);
+         r.mutable_scenarios()->mutable_generated()->set_value_max(0.5);
+       },
+       "scenarios.generated.value_max is 0.5"},
+      {"ColumnBeginNegative",
+       [](auto& r) {
+         r.set_column_begin(-1);
+         r.set_column_end(10);
+       },
+       "column_begin is -1"},
+      {"ColumnBeginAtColumns", [](auto& r) { r.set_column_begin(100); }, "column_begin is 100"},
+      {"ColumnEndPastColumns", [](auto& r) { r.set_column_end(101); }, "column_end is 101"},
+      {"ColumnEndAtBegin",
+       [](auto& r) {
+         r.set_column_begin(10);
+         r.set_column_end(10);
+       },
+       "column_end is 10"},
+      {"ColumnEndBeforeBegin",
+       [](auto& r) {
+         r.set_column_begin(10);
+         r.set_column_end(5);
+       },
+       "column_end is 5"},
+      {"ChunkColumnsNegative", [](auto& r) { r.mutable_output()->set_chunk_columns(-1); },
+       "output.chunk_columns is -1"},
+  };
+}
+
+void ExpectRefused(v1::Pricer::Stub& stub, const BadRequestCase& c) {
+  SCOPED_TRACE(c.name);
+  v1::PriceRequest request = SmallRequest();
+  c.spoil(request);
+  const PriceCall call = RunPrice(stub, request);
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << call.status.error_message();
+  EXPECT_THAT(call.status.error_message(), HasSubstr(c.expected));
+  EXPECT_TRUE(call.replies.empty())
+      << "a refused request got " << call.replies.size() << " replies";
+}
+
+class BadRequestTest : public ::testing::TestWithParam<BadRequestCase> {};
+
+TEST_P(BadRequestTest, IsRefusedNamingFieldAndValue) {
+  std::unique_ptr<PricerServer> server = StartTestServer();
+  ASSERT_NE(server, nullptr);
+  ExpectRefused(*NewStub(*server), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Fields, BadRequestTest, ::testing::ValuesIn(BadRequestCases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(BadRequests, BaseRequestIsValid) {
+  std::unique_ptr<PricerServer> server = StartTestServer();
+  ASSERT_NE(server, nullptr);
+  const PriceCall call = RunPrice(*NewStub(*server), SmallRequest());
+  EXPECT_TRUE(call.status.ok()) << call.status.error_message();
+}
+
+TEST(BadRequests, ServerKeepsServingAfterAllOfThem) {
+  std::unique_ptr<PricerServer> server = StartTestServer();
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
+  for (const BadRequestCase& c : BadRequestCases()) ExpectRefused(*stub, c);
+
+  const int64_t issuers = 4, paths = 500, columns = 20;
+  v1::PriceRequest request = SmallRequest(issuers, paths, columns);
+  const std::vector<float> a = TestMatrix(issuers, columns);
+  SetInlineMatrix(a, issuers, columns, &request);
+  request.mutable_output()->set_full(true);
+  request.mutable_output()->set_terminal_prices(true);
+  const PriceCall call = RunPrice(*stub, request);
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  ExpectResultIsProduct(call, request, a);
+  EXPECT_EQ(ListDevices(*stub).devices(0).bytes_in_use(), 0);
+}
+
+}  // namespace
+}  // namespace pricer::testing

@@ -1,0 +1,61 @@
+// Shared pieces of the service tests: a real in-process server on port 0, a
+// stub talking to it, and helpers that build requests and read replies.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pricer/v1/pricer.grpc.pb.h"
+#include "server/service/pricer_server.h"
+
+namespace pricer::testing {
+
+inline constexpr int64_t kTestBudgetBytes = 1LL << 30;
+
+// Starts a cpu-only server on 127.0.0.1:0 with a 1 GiB budget, or fails the test.
+std::unique_ptr<PricerServer> StartTestServer(ServerOptions options = {});
+std::unique_ptr<v1::Pricer::Stub> NewStub(const PricerServer& server);
+
+// Every reply of one Price call and how it ended.
+struct PriceCall {
+  grpc::Status status;
+  std::vector<v1::PriceReply> replies;
+};
+PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request);
+
+v1::ListDevicesReply ListDevices(v1::Pricer::Stub& stub);
+
+// A valid request: explicit market of `issuers` issuers, generated scenarios.
+v1::PriceRequest SmallRequest(int64_t issuers = 4, int64_t paths = 1000, int64_t columns = 100);
+
+// A deterministic N x M matrix, column-major, values in [0, 1).
+std::vector<float> TestMatrix(int64_t rows, int64_t columns);
+void SetInlineMatrix(const std::vector<float>& values, int64_t rows, int64_t columns,
+                     v1::PriceRequest* request);
+
+// Decodes little-endian float32 bytes.
+std::vector<float> Floats(const std::string& bytes);
+
+// Assembles the column-major P x M result SC from the chunks, placed by their
+// column range, and checks that each column of [column_begin, column_end)
+// arrived exactly once and no other did (those stay NaN).
+std::vector<float> AssembleResult(const PriceCall& call, int64_t rows, int64_t columns,
+                                  int64_t column_begin, int64_t column_end);
+
+// Assembles ST (P x N, column-major) from the terminal-prices chunks; checks
+// that each issuer arrived exactly once.
+std::vector<float> AssembleTerminalPrices(const PriceCall& call, int64_t paths, int64_t issuers);
+
+// For a request with an explicit market, an inline matrix `a` (column-major)
+// and full + terminal_prices output over all columns: checks that ST is
+// plausible (positive, per-issuer mean within 5 standard errors of
+// spot * exp(rate * maturity)) and that SC equals ST * A computed in float64
+// within float32 rounding (1e-5 of sum_i |ST[p,i]| |A[i,j]|).
+void ExpectResultIsProduct(const PriceCall& call, const v1::PriceRequest& request,
+                           const std::vector<float>& a);
+
+}  // namespace pricer::testing
