@@ -71,13 +71,17 @@ int RunDevices(const std::string& target, bool json) {
     std::cout << text;
     return 0;
   }
-  std::cout << absl::StrFormat("%-10s %-6s %16s %16s %16s %12s\n", "device", "kind", "budget bytes",
-                               "in use bytes", "peak bytes", "shards done");
+  std::cout << absl::StrFormat("%-10s %-6s %16s %16s %16s %12s %10s\n", "device", "kind",
+                               "budget bytes", "in use bytes", "peak bytes", "shards done",
+                               "busy s");
   for (const pricer::v1::DeviceInfo& d : reply.devices()) {
-    std::cout << absl::StrFormat("%-10s %-6s %16d %16d %16d %12d\n", d.name(), d.kind(),
+    std::cout << absl::StrFormat("%-10s %-6s %16d %16d %16d %12d %10.2f\n", d.name(), d.kind(),
                                  d.memory_budget_bytes(), d.bytes_in_use(), d.peak_bytes(),
-                                 d.shards_done());
+                                 d.shards_done(), d.busy_seconds());
   }
+  std::cout << absl::StrFormat("jobs queued or running: %d of %d; unsent chunk bytes: %d of %d\n",
+                               reply.queued_jobs(), reply.max_queued_jobs(), reply.pending_bytes(),
+                               reply.max_pending_bytes());
   return 0;
 }
 

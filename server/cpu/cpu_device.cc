@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/engine/counter_rng.h"
@@ -21,10 +24,18 @@ void UseSingleThreadedBlas() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+// Runs `body(team)` with a team sized for the tasks now running on `device`.
+template <typename Body>
+void WithTeam(CpuDevice& device, Body body) {
+  const int team = device.BeginTask();
+  body(team);
+  device.EndTask();
+}
+
 class CpuDeviceJob : public DeviceJob {
  public:
-  CpuDeviceJob(const JobSpec& spec, MemoryAccount& memory, int threads)
-      : spec_(spec), memory_(memory), threads_(threads) {}
+  CpuDeviceJob(const JobSpec& spec, CpuDevice& device, int64_t shard_columns)
+      : spec_(spec), device_(device), memory_(device.memory()), shard_columns_(shard_columns) {}
 
   // ST (P x N, column-major) from the shared counter-based shocks.
   absl::Status ComputeTerminalPrices() {
@@ -44,41 +55,29 @@ class CpuDeviceJob : public DeviceJob {
       diffusion[i] = static_cast<float>(sigma * std::sqrt(t));
     }
     float* st = terminal_prices_.data();
-#pragma omp parallel for schedule(static) num_threads(threads_)
-    for (int64_t p = 0; p < paths; ++p) {
-      for (int64_t block = 0; block * 4 < issuers; ++block) {
-        float z[4];
-        StandardNormals4(spec_.seed, static_cast<uint64_t>(p), static_cast<uint32_t>(block), z);
-        for (int64_t m = 0; m < 4 && block * 4 + m < issuers; ++m) {
-          const int64_t i = block * 4 + m;
-          st[i * paths + p] = TerminalPrice(spot[i], drift[i], diffusion[i], z[m]);
+    WithTeam(device_, [&](int team) {
+#pragma omp parallel for schedule(static) num_threads(team)
+      for (int64_t p = 0; p < paths; ++p) {
+        for (int64_t block = 0; block * 4 < issuers; ++block) {
+          float z[4];
+          StandardNormals4(spec_.seed, static_cast<uint64_t>(p), static_cast<uint32_t>(block), z);
+          for (int64_t m = 0; m < 4 && block * 4 + m < issuers; ++m) {
+            const int64_t i = block * 4 + m;
+            st[i * paths + p] = TerminalPrice(spot[i], drift[i], diffusion[i], z[m]);
+          }
         }
       }
-    }
+    });
     return absl::OkStatus();
   }
 
   absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
+    absl::StatusOr<Buffers> taken = TakeBuffers();
+    if (!taken.ok()) return taken.status();
+    Buffers buffers = *std::move(taken);
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
     const int64_t width = shard.gemm_end - shard.gemm_begin;
-    // The A and SC blocks are kept for the job's next shard: one worker runs
-    // this device's shards, and the planner's widths are fixed per job.
-    if (a_block_.size() < issuers * width) {
-      AccountedArray<float> a_block, sc_block;
-      if (absl::Status s = AccountedArray<float>::Allocate(memory_, issuers * width,
-                                                           "scenario block A", &a_block);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s =
-              AccountedArray<float>::Allocate(memory_, paths * width, "result block SC", &sc_block);
-          !s.ok()) {
-        return s;
-      }
-      a_block_ = std::move(a_block);
-      sc_block_ = std::move(sc_block);
-    }
     const int64_t kept = shard.out_end - shard.out_begin;
     if (spec_.output.statistics) out->statistics.Resize(kept);
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
@@ -86,26 +85,31 @@ class CpuDeviceJob : public DeviceJob {
     // One fixed-shape GEMM per 256-column block of A, then the block's kept
     // columns: statistics while they are in cache, values copied out.
     const int64_t blocks = (width + kColumnAlignment - 1) / kColumnAlignment;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t first = b * kColumnAlignment;  // offset in the shard
-      const int64_t count = std::min(kColumnAlignment, width - first);
-      float* a = a_block_.data() + first * issuers;
-      float* sc = sc_block_.data() + first * paths;
-      spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
-      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(paths),
-                  static_cast<blasint>(count), static_cast<blasint>(issuers), 1.0f,
-                  terminal_prices_.data(), static_cast<blasint>(paths), a,
-                  static_cast<blasint>(issuers), 0.0f, sc, static_cast<blasint>(paths));
-      const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
-      const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
-      for (int64_t column = column_begin; column < column_end; ++column) {
-        const float* values = sc_block_.data() + (column - shard.gemm_begin) * paths;
-        const int64_t k = column - shard.out_begin;  // index among the kept columns
-        if (spec_.output.statistics) out->statistics.SetColumn(k, values, paths);
-        if (spec_.output.full) std::memcpy(out->values.data() + k * paths, values, paths * 4);
+    WithTeam(device_, [&](int team) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t first = b * kColumnAlignment;  // offset in the shard
+        const int64_t count = std::min(kColumnAlignment, width - first);
+        float* a = buffers.a.data() + first * issuers;
+        float* sc = buffers.sc.data() + first * paths;
+        spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(paths),
+                    static_cast<blasint>(count), static_cast<blasint>(issuers), 1.0f,
+                    terminal_prices_.data(), static_cast<blasint>(paths), a,
+                    static_cast<blasint>(issuers), 0.0f, sc, static_cast<blasint>(paths));
+        const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
+        const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
+        for (int64_t column = column_begin; column < column_end; ++column) {
+          const float* values = buffers.sc.data() + (column - shard.gemm_begin) * paths;
+          const int64_t k = column - shard.out_begin;  // index among the kept columns
+          if (spec_.output.statistics) out->statistics.SetColumn(k, values, paths);
+          if (spec_.output.full) {
+            std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
+          }
+        }
       }
-    }
+    });
+    ReturnBuffers(std::move(buffers));
     return absl::OkStatus();
   }
 
@@ -117,12 +121,48 @@ class CpuDeviceJob : public DeviceJob {
   }
 
  private:
+  // The A and SC blocks of one running shard. Sets are kept for the job's
+  // next shards: the engine commits one per shard it runs here at once.
+  struct Buffers {
+    AccountedArray<float> a;
+    AccountedArray<float> sc;
+  };
+
+  absl::StatusOr<Buffers> TakeBuffers() {
+    {
+      std::lock_guard lock(idle_mu_);
+      if (!idle_.empty()) {
+        Buffers buffers = std::move(idle_.back());
+        idle_.pop_back();
+        return buffers;
+      }
+    }
+    Buffers buffers;
+    if (absl::Status s = AccountedArray<float>::Allocate(
+            memory_, spec_.market.issuers() * shard_columns_, "scenario block A", &buffers.a);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = AccountedArray<float>::Allocate(memory_, spec_.paths * shard_columns_,
+                                                         "result block SC", &buffers.sc);
+        !s.ok()) {
+      return s;
+    }
+    return buffers;
+  }
+
+  void ReturnBuffers(Buffers buffers) {
+    std::lock_guard lock(idle_mu_);
+    idle_.push_back(std::move(buffers));
+  }
+
   const JobSpec& spec_;
+  CpuDevice& device_;
   MemoryAccount& memory_;
-  const int threads_;
+  const int64_t shard_columns_;
   AccountedArray<float> terminal_prices_;
-  AccountedArray<float> a_block_;
-  AccountedArray<float> sc_block_;
+  std::mutex idle_mu_;
+  std::vector<Buffers> idle_;
 };
 
 }  // namespace
@@ -132,21 +172,37 @@ CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
   UseSingleThreadedBlas();
 }
 
-int64_t CpuDevice::JobBytes(const JobSpec& spec, int64_t shard_columns) const {
-  const int64_t paths = spec.paths;
-  const int64_t issuers = spec.market.issuers();
-  return static_cast<int64_t>(sizeof(float)) *
-         (paths * issuers + (issuers + paths) * shard_columns);
+int64_t CpuDevice::ResidentBytes(const JobSpec& spec) const {
+  return static_cast<int64_t>(sizeof(float)) * spec.paths * spec.market.issuers();
 }
 
-absl::StatusOr<std::unique_ptr<DeviceJob>> CpuDevice::StartJob(const JobSpec& spec) {
-  auto job = std::make_unique<CpuDeviceJob>(spec, memory(), threads_);
+int64_t CpuDevice::ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
+  return static_cast<int64_t>(sizeof(float)) * (spec.market.issuers() + spec.paths) * shard_columns;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceJob>> CpuDevice::StartJob(const JobSpec& spec,
+                                                               int64_t shard_columns) {
+  auto job = std::make_unique<CpuDeviceJob>(spec, *this, shard_columns);
   if (absl::Status s = job->ComputeTerminalPrices(); !s.ok()) return s;
   return job;
 }
 
-int64_t HostMemoryBytes() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+int CpuDevice::BeginTask() {
+  const int running = ++running_;
+  return std::max(1, threads_ / running);
+}
+
+void CpuDevice::EndTask() { --running_; }
+
+int64_t HostAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) *
          static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 

@@ -8,6 +8,7 @@
 // the cores without OpenBLAS's global thread pool serialising them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,15 +26,24 @@ class CpuDevice : public Device {
 
   std::string kind() const override { return "cpu"; }
   int threads() const { return threads_; }
-  // ST (P x N) + an A block (N x w) + an SC block (P x w), float32.
-  int64_t JobBytes(const JobSpec& spec, int64_t shard_columns) const override;
-  absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec) override;
+  // ST (P x N float32).
+  int64_t ResidentBytes(const JobSpec& spec) const override;
+  // An A block (N x w) and an SC block (P x w), float32.
+  int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;
+  absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
+                                                      int64_t shard_columns) override;
+
+  // The team for one more task: the device's threads shared by the tasks
+  // running on it at once. Call EndTask when done.
+  int BeginTask();
+  void EndTask();
 
  private:
   const int threads_;
+  std::atomic<int> running_{0};
 };
 
-// Physical memory of the host, bytes (the default cpu budget takes half).
-int64_t HostMemoryBytes();
+// Host memory available for new allocations now (MemAvailable), bytes.
+int64_t HostAvailableBytes();
 
 }  // namespace pricer

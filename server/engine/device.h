@@ -27,6 +27,7 @@ class DeviceJob {
  public:
   virtual ~DeviceJob() = default;
 
+  // RunShard may be called from several threads at once (shards in flight).
   virtual absl::Status RunShard(const Shard& shard, ShardOutput* out) = 0;
   // Copies ST columns [issuer_begin, issuer_end) (P rows each) to `out`.
   virtual absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) = 0;
@@ -41,11 +42,16 @@ class Device {
   MemoryAccount& memory() { return memory_; }
   const MemoryAccount& memory() const { return memory_; }
 
-  // Bytes a job holds on this device while one shard of `shard_columns`
-  // columns runs: the resident state plus one shard's buffers.
-  virtual int64_t JobBytes(const JobSpec& spec, int64_t shard_columns) const = 0;
-  // Builds the job's resident state (ST). `spec` outlives the DeviceJob.
-  virtual absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec) = 0;
+  // The memory contract with the engine's planner: a DeviceJob allocates
+  // ResidentBytes when it starts, and at most ShardBytes more for each shard
+  // running on it at once. The engine admits work so that these sums fit the
+  // budget, so a device allocation never fails for want of budget.
+  virtual int64_t ResidentBytes(const JobSpec& spec) const = 0;
+  virtual int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const = 0;
+  // Builds the job's resident state (ST); its shards are `shard_columns`
+  // wide at most. `spec` outlives the DeviceJob.
+  virtual absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
+                                                              int64_t shard_columns) = 0;
 
  protected:
   Device(std::string name, int64_t budget_bytes) : name_(std::move(name)), memory_(budget_bytes) {}

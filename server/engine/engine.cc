@@ -5,34 +5,51 @@
 #include "absl/strings/str_cat.h"
 
 namespace pricer {
+namespace {
 
-Job::Job(std::string id, JobSpec spec, ShardPlan plan, int64_t device_count,
-         int64_t max_pending_bytes, std::shared_ptr<WorkSignal> signal)
+constexpr size_t kMaxIntervalsPerDevice = 4096;
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+Job::Job(std::string id, JobSpec spec, ShardPlan plan, std::vector<DevicePlan> device_plans,
+         int64_t max_pending_bytes, std::shared_ptr<PendingBytes> shared_pending,
+         std::shared_ptr<WorkSignal> signal)
     : id_(std::move(id)),
       spec_(std::move(spec)),
       plan_(plan),
+      device_plans_(std::move(device_plans)),
       prices_chunks_(spec_.output.terminal_prices
                          ? (spec_.market.issuers() + plan_.issuers_per_chunk - 1) /
                                plan_.issuers_per_chunk
                          : 0),
       signal_(std::move(signal)),
       start_(std::chrono::steady_clock::now()),
-      results_(max_pending_bytes, [s = signal_] { s->Notify(); }),
-      device_jobs_(static_cast<size_t>(device_count)) {}
+      results_(
+          max_pending_bytes, [s = signal_] { s->Notify(); }, std::move(shared_pending)) {
+  for (size_t d = 0; d < device_plans_.size(); ++d) {
+    on_device_.push_back(std::make_unique<OnDevice>());
+  }
+}
 
 void Job::Cancel(absl::Status why) {
+  Stop(std::move(why));
+  signal_->Notify();
+}
+
+void Job::Stop(absl::Status why) {
   cancelled_ = true;
   results_.Close(std::move(why));
-  signal_->Notify();
 }
 
 JobSummary Job::Summary() const {
   JobSummary summary;
   const double elapsed = elapsed_seconds_.load();
   summary.elapsed_seconds =
-      elapsed >= 0
-          ? elapsed
-          : std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      elapsed >= 0 ? elapsed : Seconds(std::chrono::steady_clock::now() - start_);
   if (plan_.shard_count > 0) {
     summary.flops = 2.0 * static_cast<double>(spec_.paths) *
                     static_cast<double>(spec_.market.issuers()) *
@@ -46,94 +63,127 @@ Engine::Engine(std::vector<std::unique_ptr<Device>> devices, EngineOptions optio
     : options_(options),
       devices_(std::move(devices)),
       signal_(std::make_shared<WorkSignal>()),
-      shards_done_(new std::atomic<int64_t>[devices_.size()]) {
+      pending_(std::make_shared<PendingBytes>(options.max_pending_bytes)),
+      queues_(devices_.size()) {
   for (size_t d = 0; d < devices_.size(); ++d) {
-    shards_done_[d] = 0;
-    workers_.emplace_back([this, d] { WorkerLoop(d); });
+    for (int slot = 0; slot < std::max(1, options_.max_shards_in_flight); ++slot) {
+      workers_.emplace_back([this, d] { WorkerLoop(d); });
+    }
   }
 }
 
 Engine::~Engine() {
-  std::vector<std::shared_ptr<Job>> jobs;
   {
     std::lock_guard lock(signal_->mu);
     stopping_ = true;
-    jobs = jobs_;
+    for (const auto& job : jobs_) job->Stop(absl::UnavailableError("the server is shutting down"));
   }
-  for (const auto& job : jobs) job->Cancel(absl::UnavailableError("the server is shutting down"));
   signal_->cv.notify_all();
   for (std::thread& worker : workers_) worker.join();
   std::lock_guard lock(signal_->mu);
-  for (const auto& job : jobs_) {
-    job->device_jobs_.clear();
-  }
-  jobs_.clear();
+  for (const auto& job : std::vector<std::shared_ptr<Job>>(jobs_)) Tidy(job);
 }
 
-absl::StatusOr<ShardPlan> Engine::FitToBudgets(const JobSpec& spec, ShardPlan plan) const {
-  int64_t largest_budget = 0;
-  for (const auto& device : devices_) {
-    largest_budget = std::max(largest_budget, device->memory().budget());
-  }
-  auto fits = [&](int64_t width) {
-    for (const auto& device : devices_) {
-      if (device->JobBytes(spec, width) <= device->memory().budget()) return true;
-    }
-    return false;
+absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
+                                                            ShardPlan* plan) const {
+  auto fits = [&](const Device& device, int64_t width) {
+    return device.ResidentBytes(spec) + device.ShardBytes(spec, width) <= device.memory().budget();
+  };
+  auto fit_all = [&](int64_t width) {
+    return std::all_of(devices_.begin(), devices_.end(),
+                       [&](const auto& device) { return fits(*device, width); });
   };
   // Narrower shards need less memory; the narrowest is one column block.
-  while (!fits(plan.shard_columns) && plan.shard_columns > kColumnAlignment) {
-    plan.shard_columns =
-        std::max(kColumnAlignment, plan.shard_columns / 2 / kColumnAlignment * kColumnAlignment);
-  }
-  if (plan.shard_count > 0 && !fits(plan.shard_columns)) {
-    int64_t needed = INT64_MAX;
-    for (const auto& device : devices_) {
-      needed = std::min(needed, device->JobBytes(spec, plan.shard_columns));
+  if (plan->shard_count > 0) {
+    while (!fit_all(plan->shard_columns) && plan->shard_columns > kColumnAlignment) {
+      plan->shard_columns =
+          std::max(kColumnAlignment, plan->shard_columns / 2 / kColumnAlignment * kColumnAlignment);
     }
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the job needs ", needed, " bytes on a device (terminal prices for ", spec.paths,
-        " paths x ", spec.market.issuers(), " issuers plus one shard of ", plan.shard_columns,
-        " columns); the largest device budget is ", largest_budget, " bytes"));
+    plan->shard_count =
+        (plan->gemm_end - plan->gemm_begin + plan->shard_columns - 1) / plan->shard_columns;
   }
-  if (plan.shard_count > 0) {
-    plan.shard_count =
-        (plan.gemm_end - plan.gemm_begin + plan.shard_columns - 1) / plan.shard_columns;
+  const int64_t width = plan->shard_count > 0 ? plan->shard_columns : 0;
+
+  std::vector<DevicePlan> plans;
+  int64_t usable = 0;
+  for (const auto& device : devices_) {
+    DevicePlan p;
+    p.device = device->name();
+    p.resident_bytes = device->ResidentBytes(spec);
+    p.shard_bytes = width > 0 ? device->ShardBytes(spec, width) : 0;
+    const int64_t room = device->memory().budget() - p.resident_bytes;
+    if (room >= p.shard_bytes) {
+      const int64_t by_memory = p.shard_bytes > 0 ? room / p.shard_bytes : INT64_MAX;
+      p.shards_in_flight = std::min<int64_t>(
+          {by_memory, options_.max_shards_in_flight, std::max<int64_t>(1, plan->shard_count)});
+      ++usable;
+    }
+    plans.push_back(p);
   }
-  return plan;
+  if (usable == 0) {
+    int64_t needed = INT64_MAX;
+    int64_t largest_budget = 0;
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      needed = std::min(needed, plans[d].resident_bytes + plans[d].shard_bytes);
+      largest_budget = std::max(largest_budget, devices_[d]->memory().budget());
+    }
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the job needs ", needed, " bytes on a device (terminal prices for ",
+                     spec.paths, " paths x ", spec.market.issuers(), " issuers plus one shard of ",
+                     width, " columns); the largest device budget is ", largest_budget, " bytes"));
+  }
+  return plans;
 }
 
 absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
-  absl::StatusOr<ShardPlan> fitted = FitToBudgets(spec, PlanShards(spec));
-  if (!fitted.ok()) return fitted.status();
-  const ShardPlan plan = *fitted;
+  ShardPlan plan = PlanShards(spec);
+  absl::StatusOr<std::vector<DevicePlan>> device_plans = PlanDevices(spec, &plan);
+  if (!device_plans.ok()) return device_plans.status();
   auto job = std::make_shared<Job>(absl::StrCat("job-", next_job_id_++), std::move(spec), plan,
-                                   static_cast<int64_t>(devices_.size()),
-                                   options_.max_pending_bytes_per_job, signal_);
+                                   *std::move(device_plans), options_.max_pending_bytes_per_job,
+                                   pending_, signal_);
   {
     std::lock_guard lock(signal_->mu);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
+    if (static_cast<int64_t>(jobs_.size()) >= options_.max_queued_jobs) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(jobs_.size(),
+                       " jobs are queued or running, the server's limit "
+                       "(--max-queued-jobs); retry later"));
+    }
     jobs_.push_back(job);
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      if (job->device_plans_[d].shards_in_flight > 0) queues_[d].jobs.push_back(job);
+    }
   }
   signal_->cv.notify_all();
   return job;
 }
 
 std::vector<DeviceStatus> Engine::DeviceStatuses() const {
+  std::lock_guard lock(signal_->mu);
+  const auto now = std::chrono::steady_clock::now();
   std::vector<DeviceStatus> statuses;
   for (size_t d = 0; d < devices_.size(); ++d) {
     const Device& device = *devices_[d];
-    statuses.push_back(DeviceStatus{device.name(), device.kind(), device.memory().budget(),
-                                    device.memory().in_use(), device.memory().peak(),
-                                    shards_done_[d].load()});
+    const DeviceQueue& q = queues_[d];
+    statuses.push_back(
+        DeviceStatus{device.name(), device.kind(), device.memory().budget(),
+                     device.memory().in_use(), device.memory().peak(), q.shards_done,
+                     q.busy_seconds + (q.running > 0 ? Seconds(now - q.busy_since) : 0.0)});
   }
   return statuses;
 }
 
-std::vector<std::string> Engine::DeviceNames() const {
-  std::vector<std::string> names;
-  for (const auto& device : devices_) names.push_back(device->name());
-  return names;
+EngineStatus Engine::Status() const {
+  std::lock_guard lock(signal_->mu);
+  return EngineStatus{static_cast<int64_t>(jobs_.size()), pending_->used(), pending_->max_bytes()};
+}
+
+std::vector<ShardInterval> Engine::ShardIntervals(size_t device) const {
+  std::lock_guard lock(signal_->mu);
+  const auto& intervals = queues_.at(device).intervals;
+  return std::vector<ShardInterval>(intervals.begin(), intervals.end());
 }
 
 int64_t Engine::TaskBytes(const Job& job, int64_t index) const {
@@ -147,72 +197,113 @@ int64_t Engine::TaskBytes(const Job& job, int64_t index) const {
   return ChunkPayloadBytes(job.spec_.output, paths, shard.out_end - shard.out_begin);
 }
 
-bool Engine::PickTask(Task* task) {
-  // Retire first so that a finished or cancelled job frees its memory even
-  // when no other work arrives.
-  for (size_t k = 0; k < jobs_.size();) {
-    const size_t before = jobs_.size();
-    RetireIfDone(jobs_[k]);
-    if (jobs_.size() == before) ++k;
+bool Engine::PickTask(size_t device, Task* task) {
+  DeviceQueue& q = queues_[device];
+  const auto now = std::chrono::steady_clock::now();
+  // Stop expired jobs, free what idle jobs hold, retire finished ones.
+  for (const auto& job : std::vector<std::shared_ptr<Job>>(q.jobs)) {
+    if (!job->cancelled_ && job->spec_.deadline.has_value() && now >= *job->spec_.deadline) {
+      job->Stop(absl::DeadlineExceededError("the job's deadline passed"));
+    }
+    Tidy(job);
   }
-  for (size_t k = 0; k < jobs_.size(); ++k) {
-    const size_t at = (round_robin_ + k) % jobs_.size();
-    const std::shared_ptr<Job>& job = jobs_[at];
-    if (job->cancelled_ || job->next_task_ >= job->task_count()) continue;
-    const int64_t bytes = TaskBytes(*job, job->next_task_);
-    if (!job->results_.TryReserve(bytes)) continue;
-    *task = Task{job, job->next_task_++, bytes};
-    ++job->running_;
-    round_robin_ = at + 1;
-    return true;
+  // Candidates in round-robin order from the cursor, higher priority first.
+  const size_t n = q.jobs.size();
+  std::vector<size_t> order(n);
+  for (size_t k = 0; k < n; ++k) order[k] = (q.round_robin + k) % n;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return q.jobs[a]->spec_.priority > q.jobs[b]->spec_.priority;
+  });
+  for (size_t at : order) {
+    if (TryTake(device, q.jobs[at], task)) {
+      q.round_robin = at + 1;
+      return true;
+    }
   }
   return false;
 }
 
-void Engine::RetireIfDone(const std::shared_ptr<Job>& job) {
-  if (job->running_ > 0) return;
-  if (!job->cancelled_ && job->next_task_ < job->task_count()) return;
-  job->device_jobs_.clear();
-  job->elapsed_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - job->start_).count();
-  job->results_.Close(absl::OkStatus());  // ignored when already closed by a failure
-  jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
+bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task) {
+  if (job->cancelled_) return false;
+  const DevicePlan& plan = job->device_plans_[device];
+  Job::OnDevice& on = *job->on_device_[device];
+  if (on.running >= plan.shards_in_flight) return false;
+
+  // A retry that failed elsewhere comes first, then the next new task.
+  auto retry = std::find_if(job->retries_.begin(), job->retries_.end(),
+                            [&](const Job::Retry& r) { return r.failed_device != device; });
+  const bool is_retry = retry != job->retries_.end();
+  if (!is_retry && job->next_task_ >= job->task_count()) return false;
+  const int64_t index = is_retry ? retry->task : job->next_task_;
+  const bool is_shard = index >= job->prices_chunks_;
+
+  // Memory: the job's resident state, and a shard buffer set unless one is idle.
+  const bool new_buffers = is_shard && on.buffers <= on.running_shards;
+  const int64_t needed =
+      (on.resident ? 0 : plan.resident_bytes) + (new_buffers ? plan.shard_bytes : 0);
+  DeviceQueue& q = queues_[device];
+  if (q.committed_bytes + needed > devices_[device]->memory().budget()) return false;
+
+  const int64_t bytes = TaskBytes(*job, index);
+  if (!job->results_.TryReserve(bytes)) return false;
+
+  q.committed_bytes += needed;
+  on.resident = true;
+  if (new_buffers) ++on.buffers;
+  ++on.running;
+  if (is_shard) ++on.running_shards;
+  ++job->running_;
+  const auto now = std::chrono::steady_clock::now();
+  if (q.running++ == 0) q.busy_since = now;
+  *task = Task{job, index, bytes, is_retry, is_retry ? retry->failure : "", now};
+  if (is_retry) {
+    job->retries_.erase(retry);
+  } else {
+    ++job->next_task_;
+  }
+  return true;
 }
 
-void Engine::WorkerLoop(size_t device_index) {
+void Engine::WorkerLoop(size_t device) {
   std::unique_lock lock(signal_->mu);
   while (true) {
     Task task;
-    signal_->cv.wait(lock, [&] { return stopping_ || PickTask(&task); });
+    while (!stopping_ && !PickTask(device, &task)) {
+      signal_->cv.wait_until(lock, NextDeadline());
+    }
     if (task.job == nullptr) break;  // stopping, nothing picked
     lock.unlock();
-    const absl::Status status = RunTask(device_index, task);
-    if (!status.ok()) {
-      task.job->results_.Unreserve(task.bytes);
-      task.job->cancelled_ = true;
-      task.job->results_.Close(absl::InternalError(
-          absl::StrCat("device ", devices_[device_index]->name(), ": ", status.message())));
-    }
+    const absl::Status status = RunTask(device, task);
+    if (!status.ok()) task.job->results_.Unreserve(task.bytes);
     lock.lock();
-    --task.job->running_;
-    RetireIfDone(task.job);
-    // The job's retirement or freed stream room may make other tasks runnable.
+    FinishTask(device, task, status);
+    // Freed memory, stream room or a retry may make other tasks runnable.
     signal_->cv.notify_all();
   }
 }
 
-absl::Status Engine::RunTask(size_t device_index, const Task& task) {
-  Job& job = *task.job;
-  if (job.cancelled_) {
-    job.results_.Unreserve(task.bytes);
-    return absl::OkStatus();
+std::chrono::steady_clock::time_point Engine::NextDeadline() const {
+  auto next = std::chrono::steady_clock::time_point::max();
+  for (const auto& job : jobs_) {
+    if (job->spec_.deadline.has_value() && !job->cancelled_) {
+      next = std::min(next, *job->spec_.deadline);
+    }
   }
-  std::unique_ptr<DeviceJob>& device_job = job.device_jobs_[device_index];
-  if (device_job == nullptr) {
-    absl::StatusOr<std::unique_ptr<DeviceJob>> started =
-        devices_[device_index]->StartJob(job.spec_);
-    if (!started.ok()) return started.status();
-    device_job = *std::move(started);
+  return next;
+}
+
+absl::Status Engine::RunTask(size_t device, const Task& task) {
+  Job& job = *task.job;
+  if (job.cancelled_) return absl::CancelledError("the job was stopped");
+  Job::OnDevice& on = *job.on_device_[device];
+  {
+    std::lock_guard start(on.start_mu);
+    if (on.state == nullptr) {
+      absl::StatusOr<std::unique_ptr<DeviceJob>> started =
+          devices_[device]->StartJob(job.spec_, job.plan_.shard_columns);
+      if (!started.ok()) return started.status();
+      on.state = *std::move(started);
+    }
   }
   const int64_t paths = job.spec_.paths;
 
@@ -223,8 +314,7 @@ absl::Status Engine::RunTask(size_t device_index, const Task& task) {
     chunk.end = std::min(chunk.begin + job.plan_.issuers_per_chunk, job.spec_.market.issuers());
     chunk.rows = paths;
     chunk.values.resize(static_cast<size_t>(paths * (chunk.end - chunk.begin)));
-    if (absl::Status s =
-            device_job->CopyTerminalPrices(chunk.begin, chunk.end, chunk.values.data());
+    if (absl::Status s = on.state->CopyTerminalPrices(chunk.begin, chunk.end, chunk.values.data());
         !s.ok()) {
       return s;
     }
@@ -235,8 +325,7 @@ absl::Status Engine::RunTask(size_t device_index, const Task& task) {
 
   const Shard shard = ShardAt(job.plan_, job.spec_, task.index - job.prices_chunks_);
   ShardOutput output;
-  if (absl::Status s = device_job->RunShard(shard, &output); !s.ok()) return s;
-  shards_done_[device_index]++;
+  if (absl::Status s = on.state->RunShard(shard, &output); !s.ok()) return s;
   const OutputSelection& selection = job.spec_.output;
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += job.plan_.chunk_columns) {
     ResultChunk chunk;
@@ -254,6 +343,72 @@ absl::Status Engine::RunTask(size_t device_index, const Task& task) {
     job.results_.Push(std::move(chunk));
   }
   return absl::OkStatus();
+}
+
+void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
+  Job& job = *task.job;
+  Job::OnDevice& on = *job.on_device_[device];
+  DeviceQueue& q = queues_[device];
+  const bool is_shard = task.index >= job.prices_chunks_;
+  const auto now = std::chrono::steady_clock::now();
+  --on.running;
+  if (is_shard) --on.running_shards;
+  --job.running_;
+  if (--q.running == 0) q.busy_seconds += Seconds(now - q.busy_since);
+
+  if (status.ok() && is_shard) {
+    ++q.shards_done;
+    q.intervals.push_back(ShardInterval{job.id_, task.index - job.prices_chunks_, task.start, now});
+    if (q.intervals.size() > kMaxIntervalsPerDevice) q.intervals.pop_front();
+  }
+  if (!status.ok() && !job.cancelled_) {
+    const std::string failure =
+        absl::StrCat("device ", devices_[device]->name(), ": ", status.message());
+    const bool elsewhere = [&] {
+      for (size_t d = 0; d < devices_.size(); ++d) {
+        if (d != device && job.device_plans_[d].shards_in_flight > 0) return true;
+      }
+      return false;
+    }();
+    if (task.is_retry) {
+      job.Stop(
+          absl::InternalError(absl::StrCat(failure, " (retried after ", task.first_failure, ")")));
+    } else if (elsewhere) {
+      job.retries_.push_back(Job::Retry{task.index, device, failure});
+    } else {
+      job.Stop(absl::InternalError(failure));
+    }
+  }
+  Tidy(task.job);
+}
+
+void Engine::Release(Job& job, size_t device) {
+  Job::OnDevice& on = *job.on_device_[device];
+  const DevicePlan& plan = job.device_plans_[device];
+  queues_[device].committed_bytes -=
+      (on.resident ? plan.resident_bytes : 0) + on.buffers * plan.shard_bytes;
+  on.state.reset();
+  on.resident = false;
+  on.buffers = 0;
+}
+
+void Engine::Tidy(const std::shared_ptr<Job>& job) {
+  const bool done = job->cancelled_ || !job->has_work();
+  if (!done || job->retired_) return;
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (job->on_device_[d]->running == 0) Release(*job, d);
+  }
+  if (job->running_ > 0) return;
+  // Retire: nothing runs and nothing is left.
+  job->retired_ = true;
+  job->elapsed_seconds_ = Seconds(std::chrono::steady_clock::now() - job->start_);
+  job->results_.Close(absl::OkStatus());  // ignored when already closed by a failure
+  auto erase = [&](std::vector<std::shared_ptr<Job>>& jobs) {
+    auto it = std::find(jobs.begin(), jobs.end(), job);
+    if (it != jobs.end()) jobs.erase(it);
+  };
+  erase(jobs_);
+  for (DeviceQueue& q : queues_) erase(q.jobs);
 }
 
 }  // namespace pricer

@@ -1,8 +1,14 @@
-// The engine: devices, one worker thread each, and the jobs they share.
+// The engine: devices, their queues and workers, and the jobs they share.
 //
 // A job is cut into tasks (terminal-price chunks, then column shards). Each
-// device's worker takes the next task of the next job in round-robin order
-// whose result stream has room, runs it on its device and queues the chunks.
+// device has a DeviceQueue of the jobs admitted to it and a few worker
+// threads (its shard slots). A worker takes the next task of the job that
+// comes first in its queue (highest priority, then round robin) and that
+// (a) has fewer shards running on this device than its plan allows, (b) fits
+// the device's memory budget given what other jobs hold there, and (c) has
+// room in its result stream. So a device runs its shards one after another
+// (or a few at once where the budget holds them), devices run in parallel and
+// pull work as they free up, and a slow reader holds back only its own job.
 // Engine work never runs on the caller's (gRPC's) threads.
 #pragma once
 
@@ -10,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +36,12 @@ struct EngineOptions {
   // Bound on the chunk bytes one job holds unsent (reserved, queued or being
   // written). A shard bigger than this runs only when nothing is pending.
   int64_t max_pending_bytes_per_job = 256LL << 20;
+  // Bound on the chunk bytes all jobs together hold unsent.
+  int64_t max_pending_bytes = 1LL << 30;
+  // Jobs admitted and not yet finished; Submit refuses more.
+  int64_t max_queued_jobs = 64;
+  // Worker threads per device: the most shards one device runs at once.
+  int max_shards_in_flight = 4;
 };
 
 struct DeviceStatus {
@@ -38,12 +51,35 @@ struct DeviceStatus {
   int64_t bytes_in_use = 0;
   int64_t peak_bytes = 0;
   int64_t shards_done = 0;
+  double busy_seconds = 0;  // time with at least one task running
 };
 
 struct JobSummary {
   double elapsed_seconds = 0;
   double flops = 0;   // 2 * P * N * priced columns
   int64_t bytes = 0;  // payload bytes of the chunks produced
+};
+
+struct EngineStatus {
+  int64_t queued_jobs = 0;  // admitted, not finished
+  int64_t pending_bytes = 0;
+  int64_t max_pending_bytes = 0;
+};
+
+// One shard as the engine ran it, for checking the schedule.
+struct ShardInterval {
+  std::string job_id;
+  int64_t shard = 0;
+  std::chrono::steady_clock::time_point start;
+  std::chrono::steady_clock::time_point end;
+};
+
+// How a job uses one device.
+struct DevicePlan {
+  std::string device;
+  int64_t shards_in_flight = 0;  // 0: the job does not fit this device
+  int64_t resident_bytes = 0;    // ST and per-job state
+  int64_t shard_bytes = 0;       // per running shard
 };
 
 // Wakes the workers; shared with jobs so a job may outlive the engine.
@@ -61,6 +97,7 @@ class Job {
   const std::string& id() const { return id_; }
   const JobSpec& spec() const { return spec_; }
   const ShardPlan& plan() const { return plan_; }
+  const std::vector<DevicePlan>& device_plans() const { return device_plans_; }
   ResultStream& results() { return results_; }
 
   // Stops the job: pending tasks are dropped, running ones end at their shard
@@ -69,17 +106,39 @@ class Job {
   JobSummary Summary() const;
 
   // Constructed by Engine::Submit only.
-  Job(std::string id, JobSpec spec, ShardPlan plan, int64_t device_count, int64_t max_pending_bytes,
+  Job(std::string id, JobSpec spec, ShardPlan plan, std::vector<DevicePlan> device_plans,
+      int64_t max_pending_bytes, std::shared_ptr<PendingBytes> shared_pending,
       std::shared_ptr<WorkSignal> signal);
 
  private:
   friend class Engine;
 
+  // A task that failed on one device and waits for another.
+  struct Retry {
+    int64_t task = 0;
+    size_t failed_device = 0;
+    std::string failure;
+  };
+
+  // What the job holds on one device. Guarded by the engine's lock.
+  struct OnDevice {
+    bool resident = false;             // ResidentBytes committed
+    int64_t buffers = 0;               // shard buffer sets committed
+    int64_t running = 0;               // tasks running now
+    int64_t running_shards = 0;        // of which shards (each holds a buffer set)
+    std::unique_ptr<DeviceJob> state;  // touched by this device's workers only
+    std::mutex start_mu;               // one worker builds `state`
+  };
+
+  // Cancel without waking the workers: for callers holding the engine lock.
+  void Stop(absl::Status why);
   int64_t task_count() const { return prices_chunks_ + plan_.shard_count; }
+  bool has_work() const { return next_task_ < task_count() || !retries_.empty(); }
 
   const std::string id_;
   const JobSpec spec_;
   const ShardPlan plan_;
+  const std::vector<DevicePlan> device_plans_;
   const int64_t prices_chunks_;
   const std::shared_ptr<WorkSignal> signal_;
   const std::chrono::steady_clock::time_point start_;
@@ -91,8 +150,9 @@ class Job {
   // Guarded by signal_->mu (the engine's lock).
   int64_t next_task_ = 0;
   int64_t running_ = 0;
-  // Each slot is touched only by its device's worker while running_ > 0.
-  std::vector<std::unique_ptr<DeviceJob>> device_jobs_;
+  bool retired_ = false;
+  std::deque<Retry> retries_;
+  std::vector<std::unique_ptr<OnDevice>> on_device_;
 };
 
 class Engine {
@@ -104,34 +164,60 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Plans and queues a validated job; its chunks arrive on job->results().
+  // RESOURCE_EXHAUSTED when the job fits no device's budget or the queue is
+  // full; nothing is allocated then.
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec);
+
   std::vector<DeviceStatus> DeviceStatuses() const;
-  std::vector<std::string> DeviceNames() const;
+  EngineStatus Status() const;
+  // The most recent shards each device ran (up to 4096 per device).
+  std::vector<ShardInterval> ShardIntervals(size_t device) const;
 
  private:
   struct Task {
     std::shared_ptr<Job> job;
     int64_t index = 0;
-    int64_t bytes = 0;
+    int64_t bytes = 0;      // reserved in the job's stream
+    bool is_retry = false;  // a second try, after `first_failure`
+    std::string first_failure;
+    std::chrono::steady_clock::time_point start;
   };
 
-  // Narrows the plan's shards until the job fits some device's budget, or
-  // RESOURCE_EXHAUSTED naming the bytes needed and the largest budget.
-  absl::StatusOr<ShardPlan> FitToBudgets(const JobSpec& spec, ShardPlan plan) const;
-  void WorkerLoop(size_t device_index);
-  // Picks the next runnable task in round-robin order; retires finished jobs.
-  bool PickTask(Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  // Per device: its queue of admitted jobs and its scheduling counters.
+  struct DeviceQueue {
+    std::vector<std::shared_ptr<Job>> jobs;
+    size_t round_robin = 0;
+    int64_t committed_bytes = 0;  // what admitted work may allocate here
+    int64_t running = 0;
+    std::chrono::steady_clock::time_point busy_since;
+    double busy_seconds = 0;
+    int64_t shards_done = 0;
+    std::deque<ShardInterval> intervals;
+  };
+
+  // The shard width and per-device plans for `spec`, or RESOURCE_EXHAUSTED.
+  absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec, ShardPlan* plan) const;
+  void WorkerLoop(size_t device);
+  bool PickTask(size_t device, Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  bool TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   int64_t TaskBytes(const Job& job, int64_t index) const;
-  absl::Status RunTask(size_t device_index, const Task& task);
-  void RetireIfDone(const std::shared_ptr<Job>& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  absl::Status RunTask(size_t device, const Task& task);
+  void FinishTask(size_t device, Task& task, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  // Frees what an idle job holds on `device`, and retires a finished job.
+  void Tidy(const std::shared_ptr<Job>& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  void Release(Job& job, size_t device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  std::chrono::steady_clock::time_point NextDeadline() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
 
   const EngineOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::shared_ptr<WorkSignal> signal_;
+  std::shared_ptr<PendingBytes> pending_;
   std::vector<std::shared_ptr<Job>> jobs_;  // guarded by signal_->mu
-  size_t round_robin_ = 0;                  // guarded by signal_->mu
+  std::vector<DeviceQueue> queues_;         // guarded by signal_->mu
   bool stopping_ = false;                   // guarded by signal_->mu
-  std::unique_ptr<std::atomic<int64_t>[]> shards_done_;
   std::atomic<int64_t> next_job_id_{1};
   std::vector<std::thread> workers_;
 };

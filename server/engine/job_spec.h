@@ -1,8 +1,10 @@
 // What the engine prices: a validated, gRPC-free description of one job.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace pricer {
@@ -71,6 +73,12 @@ struct JobSpec {
   OutputSelection output;
   // Shard width override for tests and benchmarks; 0 lets the planner choose.
   int64_t shard_columns = 0;
+  // Jobs with a higher priority get the devices first; equal priorities
+  // share them round robin.
+  int priority = 0;
+  // When set, the job stops with DEADLINE_EXCEEDED at the next shard boundary
+  // after this time.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 }  // namespace pricer

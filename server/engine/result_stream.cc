@@ -9,14 +9,40 @@ int64_t ResultChunk::payload_bytes() const {
          statistics.columns() * static_cast<int64_t>(4 * sizeof(double));
 }
 
-ResultStream::ResultStream(int64_t max_pending_bytes, std::function<void()> on_space)
-    : max_pending_bytes_(max_pending_bytes), on_space_(std::move(on_space)) {}
+bool PendingBytes::TryAdd(int64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (used_ > 0 && used_ + bytes > max_bytes_) return false;
+  used_ += bytes;
+  return true;
+}
+
+void PendingBytes::Remove(int64_t bytes) {
+  std::lock_guard lock(mu_);
+  used_ -= bytes;
+}
+
+int64_t PendingBytes::used() const {
+  std::lock_guard lock(mu_);
+  return used_;
+}
+
+ResultStream::ResultStream(int64_t max_pending_bytes, std::function<void()> on_space,
+                           std::shared_ptr<PendingBytes> shared)
+    : max_pending_bytes_(max_pending_bytes),
+      on_space_(std::move(on_space)),
+      shared_(std::move(shared)) {}
 
 bool ResultStream::TryReserve(int64_t bytes) {
   std::lock_guard lock(mu_);
   if (pending_bytes_ > 0 && pending_bytes_ + bytes > max_pending_bytes_) return false;
+  if (shared_ != nullptr && !shared_->TryAdd(bytes)) return false;
   pending_bytes_ += bytes;
   return true;
+}
+
+void ResultStream::Forget(int64_t bytes) {
+  pending_bytes_ -= bytes;
+  if (shared_ != nullptr) shared_->Remove(bytes);
 }
 
 void ResultStream::Unreserve(int64_t bytes) { Release(bytes); }
@@ -24,7 +50,7 @@ void ResultStream::Unreserve(int64_t bytes) { Release(bytes); }
 void ResultStream::Push(ResultChunk chunk) {
   std::unique_lock lock(mu_);
   if (closed_) {
-    pending_bytes_ -= chunk.payload_bytes();
+    Forget(chunk.payload_bytes());
     return;
   }
   chunks_.push_back(std::move(chunk));
@@ -38,7 +64,7 @@ void ResultStream::Close(absl::Status status) {
   status_ = std::move(status);
   if (!status_.ok()) {
     // A failed or cancelled job sends nothing more: drop what is queued.
-    for (const ResultChunk& chunk : chunks_) pending_bytes_ -= chunk.payload_bytes();
+    for (const ResultChunk& chunk : chunks_) Forget(chunk.payload_bytes());
     chunks_.clear();
   }
   Notify(lock);
@@ -76,7 +102,7 @@ std::optional<ResultChunk> ResultStream::Pop() {
 void ResultStream::Release(int64_t bytes) {
   {
     std::lock_guard lock(mu_);
-    pending_bytes_ -= bytes;
+    Forget(bytes);
   }
   if (on_space_) on_space_();
 }

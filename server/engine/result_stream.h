@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -33,13 +34,34 @@ struct ResultChunk {
   int64_t payload_bytes() const;
 };
 
+// The bytes all jobs' streams hold unsent, against one server-wide bound.
+class PendingBytes {
+ public:
+  explicit PendingBytes(int64_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Counts `bytes`; fails when the bound would be exceeded, unless nothing
+  // is pending at all (so one oversized shard can still run).
+  bool TryAdd(int64_t bytes);
+  void Remove(int64_t bytes);
+  int64_t used() const;
+  int64_t max_bytes() const { return max_bytes_; }
+
+ private:
+  const int64_t max_bytes_;
+  mutable std::mutex mu_;
+  int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 class ResultStream {
  public:
   // `on_space` runs (without the stream's lock) when sent chunks free room.
-  ResultStream(int64_t max_pending_bytes, std::function<void()> on_space);
+  // `shared`, when given, is a bound over several streams as well.
+  ResultStream(int64_t max_pending_bytes, std::function<void()> on_space,
+               std::shared_ptr<PendingBytes> shared = nullptr);
 
   // Producer side. Reserves room for `bytes` of chunks; fails when the
-  // pending bytes would exceed the bound, unless nothing is pending.
+  // stream's pending bytes would exceed its bound, unless nothing is pending,
+  // or when the shared bound refuses them.
   bool TryReserve(int64_t bytes);
   // Returns reserved bytes that will not be pushed (a failed shard).
   void Unreserve(int64_t bytes);
@@ -64,8 +86,12 @@ class ResultStream {
  private:
   void Notify(std::unique_lock<std::mutex>& lock);
 
+  // Drops `bytes` from the stream's and the shared count.
+  void Forget(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const int64_t max_pending_bytes_;
   const std::function<void()> on_space_;
+  const std::shared_ptr<PendingBytes> shared_;
   mutable std::mutex mu_;
   std::condition_variable listener_idle_;
   std::deque<ResultChunk> chunks_ ABSL_GUARDED_BY(mu_);

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/engine/engine.h"
+#include "server/service/device_flags.h"
 #include "server/service/pricer_service.h"
 
 namespace pricer {
@@ -19,25 +20,23 @@ namespace pricer {
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free one (see PricerServer::port).
   std::string listen = "0.0.0.0:50051";
-  // Which devices to price on: "auto" (the GPUs, else the cpu) or "cpu".
+  // Which devices to price on: "auto", "cpu" or "cpu:K" (device_flags.h).
   std::string devices = "auto";
-  // Memory budget per device, bytes; 0 takes half the host memory for cpu.
-  int64_t device_memory_bytes = 0;
+  // Memory budget per device (device_flags.h); the default is half of what
+  // each device has free.
+  DeviceMemory device_memory;
   // Largest accepted PriceRequest, bytes.
   int64_t max_request_bytes = 64LL << 20;
   EngineOptions engine;
 };
 
-// Parses a byte count such as "1048576", "512MiB", "64MB" or "2GiB".
-absl::StatusOr<int64_t> ParseBytes(absl::string_view text);
-
-// The devices named by `devices` (see ServerOptions::devices).
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
-                                                                 int64_t device_memory_bytes);
-
 class PricerServer {
  public:
   static absl::StatusOr<std::unique_ptr<PricerServer>> Start(const ServerOptions& options);
+  // The same on devices built by the caller (tests inject faulty ones);
+  // options.devices and options.device_memory are ignored.
+  static absl::StatusOr<std::unique_ptr<PricerServer>> Start(
+      const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices);
   ~PricerServer();  // Shutdown()
 
   int port() const { return port_; }

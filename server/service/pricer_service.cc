@@ -1,5 +1,6 @@
 #include "server/service/pricer_service.h"
 
+#include <chrono>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -42,7 +43,8 @@ void ToReply(const ResultChunk& chunk, v1::PriceReply* reply) {
 // gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
 class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
  public:
-  PriceReactor(Engine& engine, const v1::PriceRequest& request, int64_t max_request_bytes) {
+  PriceReactor(Engine& engine, const grpc::CallbackServerContext& context,
+               const v1::PriceRequest& request, int64_t max_request_bytes) {
     const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
     if (request_bytes > max_request_bytes) {
       Finish(grpc::Status(
@@ -59,6 +61,13 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       spdlog::info("refused a price request: {}", std::string(spec.status().message()));
       Finish(ToGrpcStatus(spec.status()));
       return;
+    }
+    // The call's deadline also stops the engine's work on it.
+    const auto deadline = context.deadline();
+    if (deadline != std::chrono::system_clock::time_point::max()) {
+      spec->deadline = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           deadline - std::chrono::system_clock::now());
     }
     absl::StatusOr<std::shared_ptr<Job>> job = engine.Submit(*std::move(spec));
     if (!job.ok()) {
@@ -77,8 +86,14 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     accepted->mutable_plan()->set_shard_columns(plan.shard_columns);
     accepted->mutable_plan()->set_shard_count(plan.shard_count);
     accepted->mutable_plan()->set_chunk_columns(plan.chunk_columns);
-    for (const std::string& name : engine.DeviceNames())
-      accepted->mutable_plan()->add_devices(name);
+    for (const DevicePlan& d : job_->device_plans()) {
+      if (d.shards_in_flight > 0) accepted->mutable_plan()->add_devices(d.device);
+      v1::DevicePlan* out = accepted->mutable_plan()->add_device_plans();
+      out->set_device(d.device);
+      out->set_shards_in_flight(d.shards_in_flight);
+      out->set_resident_bytes(d.resident_bytes);
+      out->set_shard_bytes(d.shard_bytes);
+    }
     accepted->set_issuers(job_->spec().market.issuers());
     accepted->set_paths(job_->spec().paths);
     accepted->set_column_begin(job_->spec().column_begin);
@@ -171,9 +186,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(
-    grpc::CallbackServerContext* /*context*/, const v1::PriceRequest* request) {
-  return new PriceReactor(engine_, *request, max_request_bytes_);
+grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(grpc::CallbackServerContext* context,
+                                                               const v1::PriceRequest* request) {
+  return new PriceReactor(engine_, *context, *request, max_request_bytes_);
 }
 
 grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext* context,
@@ -187,7 +202,13 @@ grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext
     info->set_bytes_in_use(status.bytes_in_use);
     info->set_peak_bytes(status.peak_bytes);
     info->set_shards_done(status.shards_done);
+    info->set_busy_seconds(status.busy_seconds);
   }
+  const EngineStatus engine = engine_.Status();
+  reply->set_queued_jobs(engine.queued_jobs);
+  reply->set_max_queued_jobs(max_queued_jobs_);
+  reply->set_pending_bytes(engine.pending_bytes);
+  reply->set_max_pending_bytes(engine.max_pending_bytes);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

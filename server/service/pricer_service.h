@@ -12,8 +12,9 @@ namespace pricer {
 class PricerService final : public v1::Pricer::CallbackService {
  public:
   // `max_request_bytes`: a larger request is refused with RESOURCE_EXHAUSTED.
-  PricerService(Engine& engine, int64_t max_request_bytes)
-      : engine_(engine), max_request_bytes_(max_request_bytes) {}
+  // `max_queued_jobs` is reported by ListDevices (the engine enforces it).
+  PricerService(Engine& engine, int64_t max_request_bytes, int64_t max_queued_jobs)
+      : engine_(engine), max_request_bytes_(max_request_bytes), max_queued_jobs_(max_queued_jobs) {}
 
   grpc::ServerWriteReactor<v1::PriceReply>* Price(grpc::CallbackServerContext* context,
                                                   const v1::PriceRequest* request) override;
@@ -24,6 +25,7 @@ class PricerService final : public v1::Pricer::CallbackService {
  private:
   Engine& engine_;
   const int64_t max_request_bytes_;
+  const int64_t max_queued_jobs_;
 };
 
 }  // namespace pricer

@@ -249,6 +249,9 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
     spec.output.statistics = true;
   }
   spec.output.chunk_columns = output.chunk_columns();
+
+  if (absl::Status s = CheckRange("priority", request.priority(), -100, 100); !s.ok()) return s;
+  spec.priority = request.priority();
   return spec;
 }
 

@@ -1,0 +1,39 @@
+// What `--devices` and `--device-memory` mean: the devices a server prices on
+// and their memory budgets.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/engine/device.h"
+
+namespace pricer {
+
+// A byte count such as "1048576", "512MiB", "64MB" or "2GiB".
+absl::StatusOr<int64_t> ParseBytes(absl::string_view text);
+
+// A memory budget per device: absolute bytes, or a fraction of what the
+// device reports free at start.
+struct DeviceMemory {
+  int64_t bytes = 0;      // > 0: this many bytes per device
+  double fraction = 0.5;  // used when bytes == 0
+};
+
+// "8GiB" or "1073741824" (bytes), "0.5" or "50%" (a fraction in (0, 1]).
+absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text);
+
+// The devices named by `devices`:
+//   cpu     one cpu device with all the cores
+//   cpu:K   K logical cpu devices (1 <= K <= 64), each with its own budget,
+//           worker threads and cores / K threads for its GEMMs
+//   auto    the GPUs when there are any, else cpu
+// The cpu devices share the host memory: a fraction gives each device that
+// fraction of MemAvailable / K; an absolute budget is capped at
+// MemAvailable / K, so the budgets never exceed what the host has.
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
+                                                                 const DeviceMemory& memory);
+
+}  // namespace pricer
