@@ -214,16 +214,30 @@ bool Engine::PickTask(size_t device, Task* task) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return q.jobs[a]->spec_.priority > q.jobs[b]->spec_.priority;
   });
+  bool short_of_memory = false;
   for (size_t at : order) {
-    if (TryTake(device, q.jobs[at], task)) {
+    if (TryTake(device, q.jobs[at], task, &short_of_memory)) {
       q.round_robin = at + 1;
       return true;
     }
   }
-  return false;
+  if (!short_of_memory) return false;
+  // A job waiting for its reader must not hold the memory that other jobs
+  // wait for (a stalled client holds back only its own job): free what it
+  // holds here and try again; it rebuilds its state when it resumes.
+  bool freed = false;
+  for (const auto& job : q.jobs) {
+    const Job::OnDevice& on = *job->on_device_[device];
+    if (job->waiting_for_reader_ && on.running == 0 && (on.resident || on.buffers > 0)) {
+      Release(*job, device);
+      freed = true;
+    }
+  }
+  return freed && PickTask(device, task);
 }
 
-bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task) {
+bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
+                     bool* short_of_memory) {
   if (job->cancelled_) return false;
   const DevicePlan& plan = job->device_plans_[device];
   Job::OnDevice& on = *job->on_device_[device];
@@ -237,15 +251,23 @@ bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task)
   const int64_t index = is_retry ? retry->task : job->next_task_;
   const bool is_shard = index >= job->prices_chunks_;
 
-  // Memory: the job's resident state, and a shard buffer set unless one is idle.
-  const bool new_buffers = is_shard && on.buffers <= on.running_shards;
+  // Memory: the job's resident state, and a shard buffer set unless one is
+  // idle. The first task here takes a set even when it copies terminal
+  // prices, so a job that holds memory can always run a shard: two jobs
+  // holding only their ST could otherwise wait for each other forever.
+  const bool new_buffers =
+      plan.shard_bytes > 0 && (is_shard ? on.buffers <= on.running_shards : on.buffers == 0);
   const int64_t needed =
       (on.resident ? 0 : plan.resident_bytes) + (new_buffers ? plan.shard_bytes : 0);
   DeviceQueue& q = queues_[device];
-  if (q.committed_bytes + needed > devices_[device]->memory().budget()) return false;
+  if (q.committed_bytes + needed > devices_[device]->memory().budget()) {
+    *short_of_memory = true;
+    return false;
+  }
 
   const int64_t bytes = TaskBytes(*job, index);
-  if (!job->results_.TryReserve(bytes)) return false;
+  job->waiting_for_reader_ = !job->results_.TryReserve(bytes);
+  if (job->waiting_for_reader_) return false;
 
   q.committed_bytes += needed;
   on.resident = true;

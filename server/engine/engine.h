@@ -8,7 +8,9 @@
 // the device's memory budget given what other jobs hold there, and (c) has
 // room in its result stream. So a device runs its shards one after another
 // (or a few at once where the budget holds them), devices run in parallel and
-// pull work as they free up, and a slow reader holds back only its own job.
+// pull work as they free up, and a slow reader holds back only its own job:
+// when other jobs wait for memory, a job waiting for its reader gives back
+// what it holds on the device.
 // Engine work never runs on the caller's (gRPC's) threads.
 #pragma once
 
@@ -151,6 +153,7 @@ class Job {
   int64_t next_task_ = 0;
   int64_t running_ = 0;
   bool retired_ = false;
+  bool waiting_for_reader_ = false;  // its stream had no room for its next task
   std::deque<Retry> retries_;
   std::vector<std::unique_ptr<OnDevice>> on_device_;
 };
@@ -199,7 +202,9 @@ class Engine {
   absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec, ShardPlan* plan) const;
   void WorkerLoop(size_t device);
   bool PickTask(size_t device, Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
-  bool TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task)
+  // Takes `job`'s next task on `device`, or sets `short_of_memory` when the
+  // device's budget is what kept it.
+  bool TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task, bool* short_of_memory)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   int64_t TaskBytes(const Job& job, int64_t index) const;
   absl::Status RunTask(size_t device, const Task& task);

@@ -1,6 +1,7 @@
 #include "server/service/device_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -28,12 +29,14 @@ absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
     }
   }
   double value = 0;
-  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(number), &value) || !(value >= 1) ||
-      value * static_cast<double>(unit) > 9.0e18) {
+  const bool parsed = absl::SimpleAtod(absl::StripAsciiWhitespace(number), &value);
+  // The unit may take a fraction ("0.5GiB"); the count must still be a byte or more.
+  const double bytes = value * static_cast<double>(unit);
+  if (!parsed || !(bytes >= 1) || bytes > 9.0e18) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", text, "' is not a byte count such as 1048576, 512MiB or 2GB"));
   }
-  return static_cast<int64_t>(value * static_cast<double>(unit));
+  return static_cast<int64_t>(bytes);
 }
 
 absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text) {
@@ -43,8 +46,11 @@ absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text) {
       absl::SimpleAtod(trimmed.substr(0, trimmed.size() - 1), &fraction)) {
     fraction /= 100;
   } else if (!absl::SimpleAtod(trimmed, &fraction) || fraction > 1) {
+    // A plain number above 1 is a byte count, so it must be whole ("1.5" is
+    // neither a fraction nor bytes).
+    const bool whole = fraction == std::floor(fraction);
     absl::StatusOr<int64_t> bytes = ParseBytes(trimmed);
-    if (!bytes.ok()) {
+    if (!bytes.ok() || !whole) {
       return absl::InvalidArgumentError(absl::StrCat(
           "'", text, "' is neither a byte count (8GiB, 1073741824) nor a fraction (0.5, 50%)"));
     }

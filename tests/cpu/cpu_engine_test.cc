@@ -508,6 +508,28 @@ TEST(CpuEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {
   EXPECT_GT(status.shards_done, 0);
 }
 
+TEST(CpuEngineTest, DeadlineStopsAJobAtAShardBoundaryAndFreesItsMemory) {
+  // A job far longer than its deadline, whose reader keeps reading: only the
+  // engine's own deadline check can stop it.
+  auto engine = MakeEngine(kBudget, 1, 2);
+  const int64_t paths = 20000, issuers = 50;
+  const int64_t columns = 400 * kColumnAlignment;
+  JobSpec spec = MakeSpec(SpreadMarket(issuers), paths, 1,
+                          ScenarioMatrix::Generated(issuers, columns, 2, 0.0f, 1.0f),
+                          Output(false, true, false), kColumnAlignment);
+  const auto start = std::chrono::steady_clock::now();
+  spec.deadline = start + std::chrono::milliseconds(300);
+  absl::StatusOr<std::shared_ptr<Job>> submitted = engine->Submit(std::move(spec));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  const JobResult result = Collect(**submitted);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kDeadlineExceeded) << result.status;
+  EXPECT_LT(seconds, 1.3);  // the deadline plus at most a shard or two
+  EXPECT_LT(engine->DeviceStatuses()[0].shards_done, 400);
+  EXPECT_EQ(BytesInUseAfterASecond(*engine), 0);
+}
+
 TEST(CpuEngineTest, CancelStopsAJobWhoseReaderStalledAndFreesItsMemory) {
   // 100 shards of 20 MB of full output against 32 MB of pending chunks: the
   // engine stops after the first shards while the reader does not read.

@@ -15,7 +15,7 @@ namespace pricer::testing {
 
 std::unique_ptr<PricerServer> StartTestServer(ServerOptions options) {
   options.listen = "127.0.0.1:0";
-  options.devices = "cpu";
+  if (options.devices == "auto") options.devices = "cpu";
   if (options.device_memory.bytes == 0) options.device_memory.bytes = kTestBudgetBytes;
   absl::StatusOr<std::unique_ptr<PricerServer>> server = PricerServer::Start(options);
   EXPECT_TRUE(server.ok()) << server.status();

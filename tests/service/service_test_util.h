@@ -16,7 +16,9 @@ namespace pricer::testing {
 
 inline constexpr int64_t kTestBudgetBytes = 1LL << 30;
 
-// Starts a cpu-only server on 127.0.0.1:0 with a 1 GiB budget, or fails the test.
+// Starts a server on 127.0.0.1:0, or fails the test: on options.devices ("cpu"
+// when left at "auto") with options.device_memory.bytes per device (1 GiB when
+// left at 0).
 std::unique_ptr<PricerServer> StartTestServer(ServerOptions options = {});
 std::unique_ptr<v1::Pricer::Stub> NewStub(const PricerServer& server);
 
