@@ -34,7 +34,7 @@ int RunPrice(const std::string& target, const pricer::PriceOptions& options,
     return 2;
   }
   pricer::PricerClient client(target);
-  pricer::PriceResults results(files);
+  pricer::PriceResults results(files, options.statistics);
   const bool progress = isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   grpc::Status status = client.Price(*request, [&](const pricer::v1::PriceReply& reply) {
@@ -114,6 +114,14 @@ int main(int argc, char** argv) {
   price->add_option("--column-begin", options.column_begin, "first scenario column to price");
   price->add_option("--column-end", options.column_end, "one past the last column to price");
   price->add_option("--chunk-columns", options.chunk_columns, "columns per result chunk (hint)");
+  std::string stats_list;
+  price->add_option("--stats", stats_list,
+                    "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
+                    "(comma-separated; default mean,stddev,min,max)");
+  price->add_option("--correlation-file", options.correlation_file,
+                    "CSV of the N x N correlation of the issuers' shocks, no header");
+  price->add_flag("--antithetic", options.antithetic,
+                  "antithetic paths: path 2k+1 takes the negated shocks of path 2k");
   price->add_option("--stats-out", files.stats_csv, "write per-column statistics as CSV");
   price->add_option("--full-out", files.full_npy, "write SC (float32 P x M, Fortran order) .npy");
   price->add_option("--prices-out", files.prices_npy, "write ST (float32 P x N) .npy");
@@ -127,8 +135,17 @@ int main(int argc, char** argv) {
   if (price->parsed()) {
     options.full = !files.full_npy.empty();
     options.terminal_prices = !files.prices_npy.empty();
-    // The summary shows statistics unless only files of raw values were asked for.
-    options.statistics = !files.stats_csv.empty() || (!options.full && !options.terminal_prices);
+    // Statistics unless only files of raw values were asked for.
+    if (!stats_list.empty() || !files.stats_csv.empty() ||
+        (!options.full && !options.terminal_prices)) {
+      absl::StatusOr<std::vector<pricer::StatisticItem>> items =
+          pricer::ParseStatisticsList(stats_list.empty() ? "mean,stddev,min,max" : stats_list);
+      if (!items.ok()) {
+        std::cerr << "pricer: " << items.status().message() << "\n";
+        return 2;
+      }
+      options.statistics = *std::move(items);
+    }
     return RunPrice(target, options, files);
   }
   return RunDevices(target, json);

@@ -1,6 +1,7 @@
 #include "client/lib/price_results.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -14,6 +15,13 @@ namespace {
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::ABORTED, std::string(status.message()));
+}
+
+// The shortest decimal that reads back as the same double: the CSV carries
+// the server's float64 statistics exactly.
+std::string Shortest(double value) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof(text), value).ptr);
 }
 
 grpc::Status Contradiction(const std::string& what) {
@@ -54,10 +62,9 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
     if (!writer.ok()) return ToGrpc(writer.status());
     prices_.emplace(*std::move(writer));
   }
-  for (auto* field : {statistics_.mutable_mean(), statistics_.mutable_stddev(),
-                      statistics_.mutable_min(), statistics_.mutable_max()}) {
-    field->Resize(static_cast<int>(n), std::numeric_limits<double>::quiet_NaN());
-  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  v0_.assign(static_cast<size_t>(n), nan);
+  values_.assign(items_.size(), std::vector<double>(static_cast<size_t>(n), nan));
   return grpc::Status::OK;
 }
 
@@ -81,15 +88,16 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk) {
   }
   if (chunk.has_statistics()) {
     const v1::ColumnStatistics& s = chunk.statistics();
-    if (s.mean_size() != count || s.stddev_size() != count || s.min_size() != count ||
-        s.max_size() != count) {
-      return Contradiction("statistics arrays of the wrong length");
+    if (s.v0_size() != count) return Contradiction("statistics arrays of the wrong length");
+    std::copy(s.v0().begin(), s.v0().end(), v0_.begin() + begin);
+    for (size_t i = 0; i < items_.size(); ++i) {
+      const google::protobuf::RepeatedField<double>* values = ValuesOf(s, items_[i]);
+      if (values == nullptr || values->size() != count) {
+        return Contradiction(absl::StrCat("no ", items_[i].name, " for ", count, " columns"));
+      }
+      std::copy(values->begin(), values->end(), values_[i].begin() + begin);
     }
     has_statistics_ = true;
-    std::copy(s.mean().begin(), s.mean().end(), statistics_.mutable_mean()->begin() + begin);
-    std::copy(s.stddev().begin(), s.stddev().end(), statistics_.mutable_stddev()->begin() + begin);
-    std::copy(s.min().begin(), s.min().end(), statistics_.mutable_min()->begin() + begin);
-    std::copy(s.max().begin(), s.max().end(), statistics_.mutable_max()->begin() + begin);
   }
   columns_received_ += count;
   return grpc::Status::OK;
@@ -118,12 +126,13 @@ absl::Status PriceResults::Finish() {
     return absl::FailedPreconditionError("no statistics arrived to write to " + files_.stats_csv);
   }
   std::ofstream out(files_.stats_csv);
-  out << "column,mean,stddev,min,max\n";
+  out << "column,v0";
+  for (const StatisticItem& item : items_) out << "," << item.name;
+  out << "\n";
   for (int64_t k = 0; k < columns(); ++k) {
-    const int i = static_cast<int>(k);
-    out << absl::StrFormat("%d,%.10g,%.10g,%.10g,%.10g\n", accepted_.column_begin() + k,
-                           statistics_.mean(i), statistics_.stddev(i), statistics_.min(i),
-                           statistics_.max(i));
+    out << accepted_.column_begin() + k << "," << Shortest(v0_[k]);
+    for (const std::vector<double>& values : values_) out << "," << Shortest(values[k]);
+    out << "\n";
   }
   out.close();
   if (!out) return absl::InternalError("cannot write " + files_.stats_csv);
@@ -134,31 +143,31 @@ std::string PriceResults::Summary(double wall_seconds) const {
   std::string text;
   const int64_t n = columns();
   if (has_statistics_ && n > 0) {
-    absl::StrAppend(&text,
-                    "statistics of SC[:, j], the value of scenario column j at maturity, over ",
-                    accepted_.paths(), " paths:\n");
-    absl::StrAppend(&text, absl::StrFormat("  %10s %14s %14s %14s %14s\n", "column", "mean",
-                                           "stddev", "min", "max"));
+    absl::StrAppend(&text, "statistics over ", accepted_.paths(),
+                    " paths (mean, stddev, min, max, quantiles: of SC[:, j], the value of "
+                    "column j at maturity; var, es: of the PnL, positive for a loss):\n");
+    absl::StrAppend(&text, absl::StrFormat("  %10s %14s", "column", "v0"));
+    for (const StatisticItem& item : items_) {
+      absl::StrAppend(&text, absl::StrFormat(" %14s", item.name));
+    }
+    absl::StrAppend(&text, "\n");
+    auto row = [&](const std::string& label, auto value) {
+      absl::StrAppend(&text, absl::StrFormat("  %10s %14.4f", label, value(v0_)));
+      for (const std::vector<double>& values : values_) {
+        absl::StrAppend(&text, absl::StrFormat(" %14.4f", value(values)));
+      }
+      absl::StrAppend(&text, "\n");
+    };
     for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k) {
-      const int i = static_cast<int>(k);
-      absl::StrAppend(
-          &text, absl::StrFormat("  %10d %14.4f %14.4f %14.4f %14.4f\n",
-                                 accepted_.column_begin() + k, statistics_.mean(i),
-                                 statistics_.stddev(i), statistics_.min(i), statistics_.max(i)));
+      row(absl::StrCat(accepted_.column_begin() + k),
+          [&](const std::vector<double>& values) { return values[k]; });
     }
     if (n > 5) absl::StrAppend(&text, absl::StrFormat("  %10s\n", "..."));
-    double mean_sum = 0, stddev_sum = 0;
-    double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;
-    for (int i = 0; i < static_cast<int>(n); ++i) {
-      mean_sum += statistics_.mean(i);
-      stddev_sum += statistics_.stddev(i);
-      lowest = std::min(lowest, statistics_.min(i));
-      highest = std::max(highest, statistics_.max(i));
-    }
-    absl::StrAppend(&text,
-                    absl::StrFormat("  across %d columns: average mean %.4f, average stddev %.4f, "
-                                    "lowest min %.4f, highest max %.4f\n",
-                                    n, mean_sum / n, stddev_sum / n, lowest, highest));
+    row("average", [&](const std::vector<double>& values) {
+      double sum = 0;
+      for (double v : values) sum += v;
+      return sum / static_cast<double>(n);
+    });
   }
   const double flops = finished_.has_value() ? finished_->flops() : 0.0;
   const double server_seconds = finished_.has_value() ? finished_->elapsed_seconds() : 0.0;
@@ -166,6 +175,11 @@ std::string PriceResults::Summary(double wall_seconds) const {
                                          "(server %.3f s): %.1f GFLOP/s\n",
                                          n, accepted_.paths(), accepted_.issuers(), wall_seconds,
                                          server_seconds, flops / wall_seconds / 1e9));
+  if (finished_.has_value() && finished_->statistics_seconds() > 0) {
+    absl::StrAppend(&text,
+                    absl::StrFormat("device thread-seconds: GEMM %.3f, statistics %.3f\n",
+                                    finished_->gemm_seconds(), finished_->statistics_seconds()));
+  }
   return text;
 }
 

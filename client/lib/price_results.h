@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "client/lib/npy.h"
+#include "client/lib/statistics_list.h"
 #include "pricer/v1/pricer.pb.h"
 
 namespace pricer {
@@ -24,7 +25,9 @@ struct ResultFiles {
 
 class PriceResults {
  public:
-  explicit PriceResults(ResultFiles files) : files_(std::move(files)) {}
+  // `statistics`: the items asked for, in the order of the CSV's columns.
+  PriceResults(ResultFiles files, std::vector<StatisticItem> statistics)
+      : files_(std::move(files)), items_(std::move(statistics)) {}
 
   // Takes one reply; a non-OK status (a file that cannot be written, a reply
   // that contradicts the plan) should cancel the call.
@@ -36,8 +39,10 @@ class PriceResults {
   const std::optional<v1::JobFinished>& finished() const { return finished_; }
   int64_t columns_received() const { return columns_received_; }
   int64_t columns() const { return accepted_.column_end() - accepted_.column_begin(); }
-  // The statistics of the priced columns, in column order (empty if none).
-  const v1::ColumnStatistics& statistics() const { return statistics_; }
+  // V0 and each item's values over the priced columns, in column order
+  // (NaN where no chunk brought them).
+  const std::vector<double>& v0() const { return v0_; }
+  const std::vector<double>& values(size_t item) const { return values_[item]; }
 
   // A few lines: the statistics of the first columns, their spread across
   // all columns, and the time and GFLOP/s of the job.
@@ -53,7 +58,9 @@ class PriceResults {
   std::optional<v1::JobFinished> finished_;
   std::optional<NpyColumnWriter> full_;
   std::optional<NpyColumnWriter> prices_;
-  v1::ColumnStatistics statistics_;
+  const std::vector<StatisticItem> items_;
+  std::vector<double> v0_;
+  std::vector<std::vector<double>> values_;  // [item][column]
   bool has_statistics_ = false;
   int64_t columns_received_ = 0;
 };

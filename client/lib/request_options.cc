@@ -1,5 +1,6 @@
 #include "client/lib/request_options.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/ascii.h"
@@ -45,6 +46,38 @@ absl::StatusOr<v1::ExplicitMarket> ReadMarketCsv(const std::string& path) {
     market.add_volatility(volatility);
   }
   return market;
+}
+
+absl::StatusOr<std::vector<double>> ReadCorrelationCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open correlation file ", path));
+  std::vector<double> values;
+  size_t columns = 0;
+  std::string line;
+  for (int row = 1; std::getline(in, line); ++row) {
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    const std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
+    if (columns == 0) columns = cells.size();
+    if (cells.size() != columns) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", row, ": ", cells.size(),
+                                                     " numbers, but the first row has ", columns));
+    }
+    for (size_t column = 0; column < cells.size(); ++column) {
+      double value = 0;
+      if (!absl::SimpleAtod(cells[column], &value)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", row, ", column ", column + 1,
+                                                       ": '", cells[column], "' is not a number"));
+      }
+      values.push_back(value);
+    }
+  }
+  if (values.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no numbers"));
+  if (values.size() != columns * columns) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ",
+                                                   values.size() / std::max<size_t>(1, columns),
+                                                   " rows of ", columns, " numbers is not square"));
+  }
+  return values;
 }
 
 absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
@@ -95,6 +128,14 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
     return absl::InvalidArgumentError("no market: give --market-file, --issuers or --preset seed");
   }
 
+  if (flags.correlation_file.has_value()) {
+    absl::StatusOr<std::vector<double>> correlation = ReadCorrelationCsv(*flags.correlation_file);
+    if (!correlation.ok()) return correlation.status();
+    request.mutable_market()->mutable_correlation()->Assign(correlation->begin(),
+                                                            correlation->end());
+  }
+  request.set_antithetic(flags.antithetic);
+
   if (!o.paths.has_value()) {
     return absl::InvalidArgumentError("no path count: give --paths or --preset seed");
   }
@@ -132,7 +173,7 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
 
   v1::OutputOptions* output = request.mutable_output();
   output->set_full(flags.full);
-  output->set_statistics(flags.statistics);
+  if (!flags.statistics.empty()) *output->mutable_statistics() = ToSelection(flags.statistics);
   output->set_terminal_prices(flags.terminal_prices);
   output->set_chunk_columns(o.chunk_columns.value_or(0));
   return request;

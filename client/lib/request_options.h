@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/lib/statistics_list.h"
 #include "pricer/v1/pricer.pb.h"
 
 namespace pricer {
@@ -25,9 +27,13 @@ struct PriceOptions {
   std::optional<int64_t> column_begin;
   std::optional<int64_t> column_end;
   std::optional<int64_t> chunk_columns;
+  std::optional<std::string> correlation_file;  // N x N CSV, no header
+  bool antithetic = false;
   bool full = false;
-  bool statistics = false;
   bool terminal_prices = false;
+  // Statistics to ask for (statistics_list.h); empty: none, unless nothing
+  // else is asked for either.
+  std::vector<StatisticItem> statistics;
 };
 
 // The original example: 500 issuers with spot ~ U(5, 10) and volatility ~
@@ -40,5 +46,9 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& options);
 
 // Reads a market CSV: a header row `spot,volatility`, then one issuer a row.
 absl::StatusOr<v1::ExplicitMarket> ReadMarketCsv(const std::string& path);
+
+// Reads a correlation CSV: N rows of N numbers, no header, into row-major
+// values.
+absl::StatusOr<std::vector<double>> ReadCorrelationCsv(const std::string& path);
 
 }  // namespace pricer

@@ -26,7 +26,8 @@ class CpuDevice : public Device {
 
   std::string kind() const override { return "cpu"; }
   int threads() const { return threads_; }
-  // ST (P x N float32).
+  // ST (P x N float32), and for correlated issuers one block of shocks per
+  // thread while ST is built.
   int64_t ResidentBytes(const JobSpec& spec) const override;
   // An A block (N x w) and an SC block (P x w), float32.
   int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;

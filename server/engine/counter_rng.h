@@ -111,6 +111,17 @@ PRICER_HOST_DEVICE inline void StandardNormals4(uint64_t seed, uint64_t path, ui
   BoxMuller(w.v[2], w.v[3], &out[2], &out[3]);
 }
 
+// The shocks of issuer block k on `path` as the model uses them: with
+// antithetic paths, path 2k + 1 takes the negated shocks of path 2k.
+PRICER_HOST_DEVICE inline void PathShocks4(uint64_t seed, uint64_t path, uint32_t block,
+                                           bool antithetic, float out[4]) {
+  const bool mirrored = antithetic && (path & 1u) != 0;
+  StandardNormals4(seed, mirrored ? path - 1 : path, block, out);
+  if (mirrored) {
+    for (int m = 0; m < 4; ++m) out[m] = -out[m];
+  }
+}
+
 // z[path, issuer]: the standard normal shock of one issuer on one path.
 PRICER_HOST_DEVICE inline float StandardNormal(uint64_t seed, uint64_t path, uint32_t issuer) {
   float z[4];

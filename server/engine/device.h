@@ -1,5 +1,6 @@
 // The interface every backend implements: a device with a memory budget that
-// computes the shards of jobs. The engine gives each device one worker thread.
+// computes the shards of jobs. The engine gives each device a few worker threads
+// (its shard slots, --max-shards-in-flight).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ namespace pricer {
 struct ShardOutput {
   std::vector<float> values;    // P x columns, column-major, when full output is on
   ColumnStatistics statistics;  // when statistics are on
+  // Thread-seconds spent in the GEMM and in the statistics (the cost split).
+  double gemm_seconds = 0;
+  double statistics_seconds = 0;
 };
 
 // A job's state resident on one device (its terminal prices ST and whatever

@@ -56,6 +56,8 @@ JobSummary Job::Summary() const {
                     static_cast<double>(spec_.column_end - spec_.column_begin);
   }
   summary.bytes = bytes_.load();
+  summary.gemm_seconds = gemm_seconds_.load();
+  summary.statistics_seconds = statistics_seconds_.load();
   return summary;
 }
 
@@ -348,6 +350,8 @@ absl::Status Engine::RunTask(size_t device, const Task& task) {
   const Shard shard = ShardAt(job.plan_, job.spec_, task.index - job.prices_chunks_);
   ShardOutput output;
   if (absl::Status s = on.state->RunShard(shard, &output); !s.ok()) return s;
+  job.gemm_seconds_ += output.gemm_seconds;
+  job.statistics_seconds_ += output.statistics_seconds;
   const OutputSelection& selection = job.spec_.output;
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += job.plan_.chunk_columns) {
     ResultChunk chunk;
@@ -360,7 +364,9 @@ absl::Status Engine::RunTask(size_t device, const Task& task) {
       chunk.values.assign(output.values.begin() + offset * paths,
                           output.values.begin() + (offset + count) * paths);
     }
-    if (selection.statistics) chunk.statistics.AppendRange(output.statistics, offset, count);
+    if (selection.statistics.any()) {
+      chunk.statistics.AppendRange(output.statistics, offset, count);
+    }
     job.bytes_ += chunk.payload_bytes();
     job.results_.Push(std::move(chunk));
   }

@@ -60,6 +60,9 @@ struct JobSummary {
   double elapsed_seconds = 0;
   double flops = 0;   // 2 * P * N * priced columns
   int64_t bytes = 0;  // payload bytes of the chunks produced
+  // Thread-seconds the devices spent in shard GEMMs and in statistics.
+  double gemm_seconds = 0;
+  double statistics_seconds = 0;
 };
 
 struct EngineStatus {
@@ -148,6 +151,8 @@ class Job {
   std::atomic<bool> cancelled_{false};
   std::atomic<int64_t> bytes_{0};
   std::atomic<double> elapsed_seconds_{-1};
+  std::atomic<double> gemm_seconds_{0};
+  std::atomic<double> statistics_seconds_{0};
 
   // Guarded by signal_->mu (the engine's lock).
   int64_t next_task_ = 0;

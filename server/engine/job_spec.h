@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "server/engine/column_statistics.h"
+
 namespace pricer {
 
 // The issuers and the model constants. spot and volatility have N entries.
@@ -15,8 +17,12 @@ struct Market {
   std::vector<double> volatility;
   double rate = 0.0;
   double maturity = 1.0;
+  // Cholesky factor L of the shocks' correlation (N x N, column-major, lower),
+  // from CholeskyFactor; empty for independent issuers.
+  std::vector<float> correlation_factor;
 
   int64_t issuers() const { return static_cast<int64_t>(spot.size()); }
+  bool correlated() const { return !correlation_factor.empty(); }
 };
 
 // spot[i] ~ U(spot_min, spot_max), volatility[i] ~ U(volatility_min,
@@ -56,7 +62,7 @@ class ScenarioMatrix {
 
 struct OutputSelection {
   bool full = false;
-  bool statistics = true;
+  StatisticsSelection statistics = StatisticsSelection::Basic();  // none: !any()
   bool terminal_prices = false;
   // Preferred columns per chunk; 0 lets the planner choose.
   int64_t chunk_columns = 0;
@@ -66,6 +72,9 @@ struct JobSpec {
   Market market;
   int64_t paths = 0;
   uint64_t seed = 0;
+  // Path 2k + 1 takes the negated shocks of path 2k (an odd last path has no
+  // partner and keeps its own).
+  bool antithetic = false;
   ScenarioMatrix scenarios;
   // Priced columns [column_begin, column_end) of A.
   int64_t column_begin = 0;

@@ -6,7 +6,7 @@ namespace pricer {
 
 int64_t ResultChunk::payload_bytes() const {
   return static_cast<int64_t>(values.size() * sizeof(float)) +
-         statistics.columns() * static_cast<int64_t>(4 * sizeof(double));
+         statistics.values() * static_cast<int64_t>(sizeof(double));
 }
 
 bool PendingBytes::TryAdd(int64_t bytes) {
@@ -31,6 +31,10 @@ ResultStream::ResultStream(int64_t max_pending_bytes, std::function<void()> on_s
     : max_pending_bytes_(max_pending_bytes),
       on_space_(std::move(on_space)),
       shared_(std::move(shared)) {}
+
+ResultStream::~ResultStream() {
+  if (shared_ != nullptr) shared_->Remove(pending_bytes_);
+}
 
 bool ResultStream::TryReserve(int64_t bytes) {
   std::lock_guard lock(mu_);

@@ -58,6 +58,9 @@ class ResultStream {
   // `shared`, when given, is a bound over several streams as well.
   ResultStream(int64_t max_pending_bytes, std::function<void()> on_space,
                std::shared_ptr<PendingBytes> shared = nullptr);
+  // Gives back to the shared bound what is still pending (chunks a reader
+  // that went away never sent).
+  ~ResultStream();
 
   // Producer side. Reserves room for `bytes` of chunks; fails when the
   // stream's pending bytes would exceed its bound, unless nothing is pending,

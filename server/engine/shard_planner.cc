@@ -13,7 +13,7 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t columns) {
   int64_t per_column = 0;
   if (output.full) per_column += paths * static_cast<int64_t>(sizeof(float));
-  if (output.statistics) per_column += kStatisticsBytesPerColumn;
+  per_column += output.statistics.values_per_column() * static_cast<int64_t>(sizeof(double));
   return per_column * columns;
 }
 

@@ -22,9 +22,6 @@ inline constexpr int64_t kColumnAlignment = 256;
 // under gRPC's default 4 MiB receive limit.
 inline constexpr int64_t kMaxChunkPayloadBytes = 4 * 1024 * 1024 - 64 * 1024;
 
-// Statistics payload per column: mean, stddev, min, max as float64.
-inline constexpr int64_t kStatisticsBytesPerColumn = 4 * 8;
-
 // A job's SC block per shard aims at this size: wide enough that the GEMM
 // runs at full speed, small enough to keep the memory per shard modest.
 inline constexpr int64_t kTargetShardBytes = 64 * 1024 * 1024;

@@ -29,7 +29,8 @@ absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text);
 //   cpu     one cpu device with all the cores
 //   cpu:K   K logical cpu devices (1 <= K <= 64), each with its own budget,
 //           worker threads and cores / K threads for its GEMMs
-//   auto    the GPUs when there are any, else cpu
+//   auto    the GPUs when there are any, else cpu (today: cpu; the CUDA backend
+//           is planned)
 // The cpu devices share the host memory: a fraction gives each device that
 // fraction of MemAvailable / K; an absolute budget is capped at
 // MemAvailable / K, so the budgets never exceed what the host has.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "server/service/request_validation.h"
@@ -11,7 +12,8 @@
 namespace pricer {
 namespace {
 
-void ToReply(const ResultChunk& chunk, v1::PriceReply* reply) {
+void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection,
+             v1::PriceReply* reply) {
   reply->Clear();
   const auto* bytes = reinterpret_cast<const char*>(chunk.values.data());
   const size_t size = chunk.values.size() * sizeof(float);
@@ -31,10 +33,21 @@ void ToReply(const ResultChunk& chunk, v1::PriceReply* reply) {
   const ColumnStatistics& s = chunk.statistics;
   if (s.columns() > 0) {
     v1::ColumnStatistics* stats = out->mutable_statistics();
+    stats->mutable_v0()->Assign(s.v0.begin(), s.v0.end());
     stats->mutable_mean()->Assign(s.mean.begin(), s.mean.end());
     stats->mutable_stddev()->Assign(s.stddev.begin(), s.stddev.end());
     stats->mutable_min()->Assign(s.min.begin(), s.min.end());
     stats->mutable_max()->Assign(s.max.begin(), s.max.end());
+    for (auto [levels, values, to] :
+         {std::tuple{&selection.quantiles, &s.quantiles, stats->mutable_quantiles()},
+          std::tuple{&selection.var, &s.var, stats->mutable_var()},
+          std::tuple{&selection.es, &s.es, stats->mutable_es()}}) {
+      for (size_t l = 0; l < levels->size(); ++l) {
+        v1::LevelValues* level = to->Add();
+        level->set_level((*levels)[l]);
+        level->mutable_values()->Assign((*values)[l].begin(), (*values)[l].end());
+      }
+    }
   }
 }
 
@@ -138,7 +151,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     std::unique_lock lock(mu_);
     if (writing_ || finished_) return;
     if (std::optional<ResultChunk> chunk = job_->results().Pop()) {
-      ToReply(*chunk, &reply_);
+      ToReply(*chunk, job_->spec().output.statistics, &reply_);
       bytes_in_flight_ = chunk->payload_bytes();
       writing_ = true;
       lock.unlock();
@@ -153,6 +166,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       finished->set_elapsed_seconds(summary.elapsed_seconds);
       finished->set_flops(summary.flops);
       finished->set_bytes(summary.bytes);
+      finished->set_gemm_seconds(summary.gemm_seconds);
+      finished->set_statistics_seconds(summary.statistics_seconds);
       finished_sent_ = true;
       writing_ = true;
       spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,

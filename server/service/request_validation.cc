@@ -3,9 +3,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "server/engine/correlation.h"
 
 namespace pricer {
 namespace {
@@ -131,6 +133,23 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
   }
   market.rate = request.rate();
   market.maturity = request.maturity();
+
+  if (m.correlation_size() > 0) {
+    const int64_t n = market.issuers();
+    if (n > kMaxCorrelatedIssuers) {
+      return Invalid("market.correlation size", m.correlation_size(),
+                     absl::StrCat("a correlation matrix is accepted for at most ",
+                                  kMaxCorrelatedIssuers, " issuers (here ", n, ")"));
+    }
+    if (m.correlation_size() != n * n) {
+      return Invalid("market.correlation size", m.correlation_size(),
+                     absl::StrCat("must be issuers^2 = ", n * n));
+    }
+    absl::StatusOr<std::vector<float>> factor =
+        CholeskyFactor(std::vector<double>(m.correlation().begin(), m.correlation().end()), n);
+    if (!factor.ok()) return factor.status();
+    market.correlation_factor = *std::move(factor);
+  }
   return market;
 }
 
@@ -199,6 +218,43 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
       "scenarios is not set: give scenarios.matrix or scenarios.generated");
 }
 
+absl::StatusOr<std::vector<double>> ToLevels(absl::string_view field,
+                                             const google::protobuf::RepeatedField<double>& levels,
+                                             bool open) {
+  if (levels.size() > kMaxStatisticLevels) {
+    return Invalid(absl::StrCat(field, " size"), levels.size(),
+                   absl::StrCat("at most ", kMaxStatisticLevels, " levels"));
+  }
+  for (int l = 0; l < levels.size(); ++l) {
+    const double level = levels[l];
+    const bool inside = open ? (level > 0 && level < 1) : (level >= 0 && level <= 1);
+    if (!inside) {
+      return Invalid(absl::StrCat(field, "[", l, "]"), level,
+                     open ? "must be in (0, 1)" : "must be in [0, 1]");
+    }
+  }
+  return std::vector<double>(levels.begin(), levels.end());
+}
+
+absl::StatusOr<StatisticsSelection> ToStatistics(const v1::StatisticsSelection& request) {
+  StatisticsSelection selection;
+  selection.mean = request.mean();
+  selection.stddev = request.stddev();
+  selection.min = request.min();
+  selection.max = request.max();
+  for (auto [field, from, to, open] :
+       {std::tuple{"output.statistics.quantiles", &request.quantiles(), &selection.quantiles,
+                   false},
+        std::tuple{"output.statistics.var", &request.var(), &selection.var, true},
+        std::tuple{"output.statistics.es", &request.es(), &selection.es, true}}) {
+    absl::StatusOr<std::vector<double>> levels = ToLevels(field, *from, open);
+    if (!levels.ok()) return levels.status();
+    *to = *std::move(levels);
+  }
+  if (!selection.any()) return StatisticsSelection::Basic();
+  return selection;
+}
+
 }  // namespace
 
 absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
@@ -216,6 +272,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
   }
   spec.paths = request.paths();
   spec.seed = request.seed();
+  spec.antithetic = request.antithetic();
 
   absl::StatusOr<ScenarioMatrix> scenarios = ToScenarios(request.scenarios(), issuers);
   if (!scenarios.ok()) return scenarios.status();
@@ -243,10 +300,13 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
     return s;
   }
   spec.output.full = output.full();
-  spec.output.statistics = output.statistics();
   spec.output.terminal_prices = output.terminal_prices();
-  if (!output.full() && !output.statistics() && !output.terminal_prices()) {
-    spec.output.statistics = true;
+  if (output.has_statistics() || (!output.full() && !output.terminal_prices())) {
+    absl::StatusOr<StatisticsSelection> statistics = ToStatistics(output.statistics());
+    if (!statistics.ok()) return statistics.status();
+    spec.output.statistics = *std::move(statistics);
+  } else {
+    spec.output.statistics = StatisticsSelection();
   }
   spec.output.chunk_columns = output.chunk_columns();
 

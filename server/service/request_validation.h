@@ -13,6 +13,8 @@ inline constexpr int64_t kMaxPaths = 1'000'000;
 inline constexpr int64_t kMaxPathIssuerProduct = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxScenarioColumns = 1'000'000'000;
 inline constexpr int64_t kMaxChunkColumns = 1'000'000;
+inline constexpr int64_t kMaxCorrelatedIssuers = 4096;
+inline constexpr int kMaxStatisticLevels = 16;
 // Bounds that keep ST and SC finite in float32: the largest shock |z| is
 // about 5.8, so ST <= 1e8 * e^(10 + 5 * 5.8) ~ 9e24 and |SC| <= N * 1e8 * ST
 // stays below float32's 3.4e38.

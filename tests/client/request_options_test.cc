@@ -3,10 +3,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace pricer {
 namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(BuildPriceRequest, SeedPresetIsTheOriginalExample) {
   PriceOptions options;
@@ -92,6 +96,88 @@ TEST(BuildPriceRequest, SaysWhatIsMissing) {
   options.preset = "other";
   EXPECT_NE(BuildPriceRequest(options).status().message().find("--preset 'other'"),
             absl::string_view::npos);
+}
+
+// A file in the temporary directory, removed at the end of the test.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& text)
+      : path_((std::filesystem::temp_directory_path() / name).string()) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ReadCorrelationCsv, ReadsRowMajorValues) {
+  // Spaces around numbers, CRLF line ends and blank lines are fine.
+  TempFile file("request_options_correlation.csv", "1, 0.5,-0.25\r\n0.5,1,0.2\r\n\n-0.25 ,0.2,1\n");
+  auto values = ReadCorrelationCsv(file.path());
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_THAT(*values, ElementsAre(1, 0.5, -0.25, 0.5, 1, 0.2, -0.25, 0.2, 1));
+}
+
+TEST(ReadCorrelationCsv, RefusesAMatrixThatIsNotSquare) {
+  TempFile tall("request_options_tall.csv", "1,0\n0,1\n0,0\n");
+  EXPECT_THAT(ReadCorrelationCsv(tall.path()).status().message(),
+              HasSubstr(tall.path() + ": 3 rows of 2 numbers is not square"));
+  TempFile ragged("request_options_ragged.csv", "1,0,0\n0,1\n0,0,1\n");
+  EXPECT_THAT(ReadCorrelationCsv(ragged.path()).status().message(),
+              HasSubstr(ragged.path() + ":2: 2 numbers, but the first row has 3"));
+  TempFile empty("request_options_empty.csv", "\n\n");
+  const absl::Status status = ReadCorrelationCsv(empty.path()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr(empty.path() + ": no numbers"));
+}
+
+TEST(ReadCorrelationCsv, NamesTheRowAndColumnOfABadNumber) {
+  TempFile file("request_options_bad_number.csv", "1,0.5,0\n0.5,1,0\n0,one,1\n");
+  const absl::Status status = ReadCorrelationCsv(file.path()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr(file.path() + ":3, column 2: 'one' is not a number"));
+  EXPECT_EQ(ReadCorrelationCsv(file.path() + ".missing").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(BuildPriceRequest, CarriesCorrelationAntitheticAndStatistics) {
+  TempFile file("request_options_request_correlation.csv", "1,0.3\n0.3,1\n");
+  PriceOptions options;
+  options.issuers = 2;
+  options.paths = 100;
+  options.scenarios = 10;
+  options.correlation_file = file.path();
+  options.antithetic = true;
+  auto items = ParseStatisticsList("var:0.99,mean");
+  ASSERT_TRUE(items.ok()) << items.status();
+  options.statistics = *items;
+  auto request = BuildPriceRequest(options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_THAT(request->market().correlation(), ElementsAre(1, 0.3, 0.3, 1));
+  EXPECT_TRUE(request->antithetic());
+  ASSERT_TRUE(request->output().has_statistics());
+  EXPECT_TRUE(request->output().statistics().mean());
+  EXPECT_FALSE(request->output().statistics().stddev());
+  EXPECT_THAT(request->output().statistics().var(), ElementsAre(0.99));
+
+  // Without them: independent issuers, plain paths, and no selection (the
+  // server's default).
+  PriceOptions plain = options;
+  plain.correlation_file.reset();
+  plain.antithetic = false;
+  plain.statistics.clear();
+  auto other = BuildPriceRequest(plain);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->market().correlation_size(), 0);
+  EXPECT_FALSE(other->antithetic());
+  EXPECT_FALSE(other->output().has_statistics());
+
+  // A bad correlation file fails the request with the file's error.
+  options.correlation_file = file.path() + ".missing";
+  EXPECT_THAT(BuildPriceRequest(options).status().message(),
+              HasSubstr("cannot open correlation file"));
 }
 
 }  // namespace

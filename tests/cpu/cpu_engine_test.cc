@@ -17,46 +17,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/cpu/cpu_device.h"
+#include "server/engine/correlation.h"
 #include "server/engine/counter_rng.h"
 #include "server/engine/engine.h"
 #include "server/engine/shard_planner.h"
+#include "tests/cpu/engine_test_util.h"
 
 namespace pricer {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int64_t kBudget = int64_t{1} << 30;
-constexpr double kFloatEpsilon = 1.0 / 16777216.0;  // 2^-24, unit roundoff of float32
-
-std::unique_ptr<Engine> MakeEngine(int64_t budget = kBudget, int devices = 1, int threads = 2,
-                                   EngineOptions options = {}) {
-  std::vector<std::unique_ptr<Device>> list;
-  for (int d = 0; d < devices; ++d) {
-    list.push_back(std::make_unique<CpuDevice>("cpu" + std::to_string(d), budget, threads));
-  }
-  return std::make_unique<Engine>(std::move(list), options);
-}
-
-OutputSelection Output(bool full, bool statistics, bool terminal_prices,
-                       int64_t chunk_columns = 0) {
-  OutputSelection output;
-  output.full = full;
-  output.statistics = statistics;
-  output.terminal_prices = terminal_prices;
-  output.chunk_columns = chunk_columns;
-  return output;
-}
-
-Market MakeMarket(std::vector<double> spot, std::vector<double> volatility, double rate,
-                  double maturity) {
-  Market market;
-  market.spot = std::move(spot);
-  market.volatility = std::move(volatility);
-  market.rate = rate;
-  market.maturity = maturity;
-  return market;
-}
 
 // N issuers with spots in [5, 10) and volatilities in [0, 1).
 Market SpreadMarket(int64_t issuers) {
@@ -67,137 +37,6 @@ Market SpreadMarket(int64_t issuers) {
                                 static_cast<double>(issuers));
   }
   return market;
-}
-
-JobSpec MakeSpec(Market market, int64_t paths, uint64_t seed, ScenarioMatrix scenarios,
-                 OutputSelection output, int64_t shard_columns = 0) {
-  JobSpec spec;
-  spec.market = std::move(market);
-  spec.paths = paths;
-  spec.seed = seed;
-  spec.column_begin = 0;
-  spec.column_end = scenarios.columns();
-  spec.scenarios = std::move(scenarios);
-  spec.output = output;
-  spec.shard_columns = shard_columns;
-  return spec;
-}
-
-// Everything one job sent, put back together.
-struct JobResult {
-  absl::Status status = absl::UnknownError("not drained");
-  int64_t paths = 0;
-  int64_t column_begin = 0;
-  int64_t column_end = 0;
-  std::vector<float> sc;  // P x (column_end - column_begin), column-major
-  std::vector<double> mean, stddev, min, max;
-  std::vector<float> st;  // P x N, column-major
-  int64_t chunks = 0;
-
-  float Sc(int64_t p, int64_t j) const {
-    return sc[static_cast<size_t>((j - column_begin) * paths + p)];
-  }
-  float St(int64_t p, int64_t i) const { return st[static_cast<size_t>(i * paths + p)]; }
-};
-
-// Pops every chunk of `job` until its stream is drained, releasing each one as
-// the reactor does, and checks each chunk's shape on the way.
-JobResult Collect(Job& job, std::chrono::seconds timeout = std::chrono::seconds(60)) {
-  const JobSpec& spec = job.spec();
-  const int64_t paths = spec.paths;
-  const int64_t issuers = spec.market.issuers();
-  JobResult result;
-  result.paths = paths;
-  result.column_begin = spec.column_begin;
-  result.column_end = spec.column_end;
-  const int64_t columns = spec.column_end - spec.column_begin;
-  const bool scenario_chunks = spec.output.full || spec.output.statistics;
-  std::vector<int> column_seen(scenario_chunks ? static_cast<size_t>(columns) : 0, 0);
-  std::vector<int> issuer_seen(spec.output.terminal_prices ? static_cast<size_t>(issuers) : 0, 0);
-  if (spec.output.full) result.sc.assign(static_cast<size_t>(columns * paths), NAN);
-  if (spec.output.statistics) {
-    for (auto* v : {&result.mean, &result.stddev, &result.min, &result.max}) {
-      v->assign(static_cast<size_t>(columns), NAN);
-    }
-  }
-  if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
-
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    std::optional<ResultChunk> chunk = job.results().Pop();
-    if (!chunk) {
-      if (job.results().Drained(&result.status)) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "job " << job.id() << " did not finish in " << timeout.count() << " s";
-        job.Cancel(absl::DeadlineExceededError("test timeout"));
-        return result;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-      continue;
-    }
-    ++result.chunks;
-    EXPECT_LE(chunk->payload_bytes(), kMaxChunkPayloadBytes);
-    EXPECT_EQ(chunk->rows, paths);
-    EXPECT_LT(chunk->begin, chunk->end);
-    const int64_t width = chunk->end - chunk->begin;
-    if (chunk->kind == ResultChunk::Kind::kTerminalPrices) {
-      EXPECT_TRUE(spec.output.terminal_prices);
-      EXPECT_GE(chunk->begin, 0);
-      EXPECT_LE(chunk->end, issuers);
-      EXPECT_EQ(static_cast<int64_t>(chunk->values.size()), paths * width);
-      EXPECT_EQ(chunk->statistics.columns(), 0);
-      if (chunk->begin < 0 || chunk->end > issuers ||
-          static_cast<int64_t>(chunk->values.size()) != paths * width) {
-        continue;
-      }
-      for (int64_t i = chunk->begin; i < chunk->end; ++i) ++issuer_seen[static_cast<size_t>(i)];
-      std::copy(chunk->values.begin(), chunk->values.end(),
-                result.st.begin() + chunk->begin * paths);
-    } else {
-      EXPECT_TRUE(scenario_chunks);
-      EXPECT_GE(chunk->begin, spec.column_begin);
-      EXPECT_LE(chunk->end, spec.column_end);
-      const int64_t expected_values = spec.output.full ? paths * width : 0;
-      const int64_t expected_statistics = spec.output.statistics ? width : 0;
-      EXPECT_EQ(static_cast<int64_t>(chunk->values.size()), expected_values);
-      EXPECT_EQ(chunk->statistics.columns(), expected_statistics);
-      if (chunk->begin < spec.column_begin || chunk->end > spec.column_end ||
-          static_cast<int64_t>(chunk->values.size()) != expected_values ||
-          chunk->statistics.columns() != expected_statistics) {
-        continue;
-      }
-      const int64_t offset = chunk->begin - spec.column_begin;
-      for (int64_t k = 0; k < width; ++k) ++column_seen[static_cast<size_t>(offset + k)];
-      std::copy(chunk->values.begin(), chunk->values.end(), result.sc.begin() + offset * paths);
-      for (int64_t k = 0; k < expected_statistics; ++k) {
-        const size_t at = static_cast<size_t>(offset + k);
-        result.mean[at] = chunk->statistics.mean[static_cast<size_t>(k)];
-        result.stddev[at] = chunk->statistics.stddev[static_cast<size_t>(k)];
-        result.min[at] = chunk->statistics.min[static_cast<size_t>(k)];
-        result.max[at] = chunk->statistics.max[static_cast<size_t>(k)];
-      }
-    }
-    job.results().Release(chunk->payload_bytes());
-  }
-  if (result.status.ok()) {
-    // The chunks tile the requested columns and issuers exactly once.
-    for (size_t k = 0; k < column_seen.size(); ++k) {
-      EXPECT_EQ(column_seen[k], 1) << "column " << spec.column_begin + static_cast<int64_t>(k);
-      if (column_seen[k] != 1) break;
-    }
-    for (size_t i = 0; i < issuer_seen.size(); ++i) {
-      EXPECT_EQ(issuer_seen[i], 1) << "issuer " << i;
-      if (issuer_seen[i] != 1) break;
-    }
-  }
-  return result;
-}
-
-JobResult RunJob(Engine& engine, JobSpec spec) {
-  absl::StatusOr<std::shared_ptr<Job>> job = engine.Submit(std::move(spec));
-  EXPECT_TRUE(job.ok()) << job.status();
-  if (!job.ok()) return JobResult{};
-  return Collect(**job);
 }
 
 // Waits up to a second for the device's bytes in use to return to zero.
@@ -264,30 +103,6 @@ void ExpectProductMatches(const JobResult& result, const Dense& a, int64_t issue
   EXPECT_EQ(failures, 0);
 }
 
-// Statistics chunks against float64 two-pass statistics of the full SC.
-void ExpectStatisticsOfFullResult(const JobResult& result) {
-  ASSERT_FALSE(result.sc.empty());
-  ASSERT_FALSE(result.mean.empty());
-  const int64_t paths = result.paths;
-  for (int64_t j = result.column_begin; j < result.column_end; ++j) {
-    const size_t at = static_cast<size_t>(j - result.column_begin);
-    double sum = 0, lo = INFINITY, hi = -INFINITY;
-    for (int64_t p = 0; p < paths; ++p) {
-      sum += result.Sc(p, j);
-      lo = std::min<double>(lo, result.Sc(p, j));
-      hi = std::max<double>(hi, result.Sc(p, j));
-    }
-    const double mean = sum / static_cast<double>(paths);
-    double squares = 0;
-    for (int64_t p = 0; p < paths; ++p) squares += std::pow(result.Sc(p, j) - mean, 2);
-    const double stddev = std::sqrt(squares / static_cast<double>(paths - 1));
-    EXPECT_NEAR(result.mean[at], mean, 1e-12 * std::fabs(mean)) << "column " << j;
-    EXPECT_NEAR(result.stddev[at], stddev, 1e-10 * stddev) << "column " << j;
-    EXPECT_EQ(result.min[at], lo) << "column " << j;
-    EXPECT_EQ(result.max[at], hi) << "column " << j;
-  }
-}
-
 // Bitwise comparison of two runs over the columns `b` holds.
 void ExpectSameBits(const JobResult& a, const JobResult& b, const std::string& what) {
   SCOPED_TRACE(what);
@@ -304,10 +119,11 @@ void ExpectSameBits(const JobResult& a, const JobResult& b, const std::string& w
     }
     const size_t ja = static_cast<size_t>(j - a.column_begin);
     const size_t jb = static_cast<size_t>(j - b.column_begin);
-    EXPECT_EQ(a.mean[ja], b.mean[jb]) << "column " << j;
-    EXPECT_EQ(a.stddev[ja], b.stddev[jb]) << "column " << j;
-    EXPECT_EQ(a.min[ja], b.min[jb]) << "column " << j;
-    EXPECT_EQ(a.max[ja], b.max[jb]) << "column " << j;
+    EXPECT_EQ(a.statistics.v0[ja], b.statistics.v0[jb]) << "column " << j;
+    EXPECT_EQ(a.statistics.mean[ja], b.statistics.mean[jb]) << "column " << j;
+    EXPECT_EQ(a.statistics.stddev[ja], b.statistics.stddev[jb]) << "column " << j;
+    EXPECT_EQ(a.statistics.min[ja], b.statistics.min[jb]) << "column " << j;
+    EXPECT_EQ(a.statistics.max[ja], b.statistics.max[jb]) << "column " << j;
   }
   EXPECT_EQ(mismatches, 0);
 }
@@ -417,9 +233,10 @@ TEST(CpuEngineTest, ScenarioColumnsAreTheProductOfPricesAndGeneratedScenarios) {
 
 TEST(CpuEngineTest, StatisticsEqualFloat64StatisticsOfTheFullResult) {
   auto engine = MakeEngine();
-  const JobResult result = RunJob(*engine, ReproducibilitySpec(192, 100));
+  const JobSpec spec = ReproducibilitySpec(192, 100);
+  const JobResult result = RunJob(*engine, spec);
   ASSERT_TRUE(result.status.ok()) << result.status;
-  ExpectStatisticsOfFullResult(result);
+  ExpectStatisticsOfFullResult(result, spec);
 }
 
 TEST(CpuEngineTest, ResultsDoNotDependOnShardWidthChunkSizeOrColumnRange) {
@@ -462,6 +279,48 @@ TEST(CpuEngineTest, ResultsDoNotDependOnDevicesOrThreads) {
   }
 }
 
+TEST(CpuEngineTest, CorrelatedAntitheticResultsDoNotDependOnDevicesThreadsOrShards) {
+  // The correlated shocks come from one fixed-shape GEMM per 256-path block:
+  // P = 3001 ends on a partial block and on an antithetic path without a
+  // partner.
+  std::vector<double> correlation(static_cast<size_t>(kIssuers * kIssuers));
+  for (int64_t i = 0; i < kIssuers; ++i) {
+    for (int64_t j = 0; j < kIssuers; ++j) {
+      correlation[static_cast<size_t>(i * kIssuers + j)] =
+          std::pow(0.7, static_cast<double>(std::abs(i - j)));
+    }
+  }
+  absl::StatusOr<std::vector<float>> factor = CholeskyFactor(correlation, kIssuers);
+  ASSERT_TRUE(factor.ok()) << factor.status();
+  auto spec = [&](int64_t shard_columns) {
+    JobSpec s = ReproducibilitySpec(shard_columns, 0);
+    s.paths = 3001;
+    s.market.correlation_factor = *factor;
+    s.antithetic = true;
+    return s;
+  };
+  auto reference_engine = MakeEngine(kBudget, 1, 2);
+  const JobResult baseline = RunJob(*reference_engine, spec(256));
+  ASSERT_TRUE(baseline.status.ok()) << baseline.status;
+  ExpectProductMatches(baseline, ReferenceScenarios(kScenarioSeed, kIssuers, kColumns, 0.0, 1.0),
+                       kIssuers);
+  EXPECT_LE(reference_engine->DeviceStatuses()[0].peak_bytes, kBudget);
+  EXPECT_EQ(BytesInUseAfterASecond(*reference_engine), 0);
+  struct Layout {
+    int devices, threads;
+    int64_t shard_columns;
+  };
+  for (const Layout layout : {Layout{1, 1, 256}, Layout{2, 1, 512}, Layout{3, 2, 0}}) {
+    auto engine = MakeEngine(kBudget, layout.devices, layout.threads);
+    const JobResult run = RunJob(*engine, spec(layout.shard_columns));
+    ExpectSameBits(baseline, run,
+                   std::to_string(layout.devices) + " devices of " +
+                       std::to_string(layout.threads) + " threads, shard_columns " +
+                       std::to_string(layout.shard_columns));
+    ASSERT_EQ(run.st, baseline.st);
+  }
+}
+
 TEST(CpuEngineTest, ChunksRespectThePayloadLimitAndTileTheRange) {
   // 1.2 MB per column: the payload limit splits both the 44 columns and the
   // 8 issuers into several chunks.
@@ -476,7 +335,7 @@ TEST(CpuEngineTest, ChunksRespectThePayloadLimitAndTileTheRange) {
   const JobResult result = RunJob(*engine, std::move(spec));
   ASSERT_TRUE(result.status.ok()) << result.status;
   auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const int64_t columns_per_chunk = kMaxChunkPayloadBytes / (paths * 4 + 32);
+  const int64_t columns_per_chunk = kMaxChunkPayloadBytes / (paths * 4 + 5 * 8);
   const int64_t issuers_per_chunk = kMaxChunkPayloadBytes / (paths * 4);
   EXPECT_GE(result.chunks, ceil_div(44, columns_per_chunk) + ceil_div(issuers, issuers_per_chunk));
 }

@@ -117,6 +117,42 @@ TEST(StandardNormalTest, StandardNormals4AgreesWithStandardNormal) {
   }
 }
 
+TEST(PathShocksTest, WithoutAntitheticPathsAreTheStandardNormals) {
+  for (const uint64_t path :
+       {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{77}, uint64_t{1} << 33}) {
+    for (uint32_t block = 0; block < 3; ++block) {
+      float shocks[4], normals[4];
+      PathShocks4(11, path, block, false, shocks);
+      StandardNormals4(11, path, block, normals);
+      for (int m = 0; m < 4; ++m) EXPECT_EQ(shocks[m], normals[m]) << path << " " << block;
+    }
+  }
+}
+
+TEST(PathShocksTest, AntitheticOddPathIsExactlyTheNegatedEvenPath) {
+  // Path 2k keeps its own normals; path 2k + 1 is their exact negation, so
+  // every pair sums to exactly zero.
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{42}, (uint64_t{1} << 40) + 7}) {
+    for (const uint64_t first : {uint64_t{0}, uint64_t{1} << 33}) {
+      for (uint64_t k = 0; k < 500; ++k) {
+        const uint64_t even = first + 2 * k;
+        for (const uint32_t block : {0u, 1u, 9u}) {
+          float normals[4], a[4], b[4];
+          StandardNormals4(seed, even, block, normals);
+          PathShocks4(seed, even, block, true, a);
+          PathShocks4(seed, even + 1, block, true, b);
+          for (int m = 0; m < 4; ++m) {
+            ASSERT_EQ(a[m], normals[m])
+                << "seed " << seed << " path " << even << " block " << block;
+            ASSERT_EQ(b[m], -a[m]) << "seed " << seed << " path " << even + 1 << " block " << block;
+            ASSERT_EQ(a[m] + b[m], 0.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(StandardNormalTest, SampleMomentsAreThoseOfAStandardNormal) {
   // n draws: the standard errors of the sample mean, variance, skewness and
   // kurtosis of a normal sample are sqrt(1/n), sqrt(2/n), sqrt(6/n) and

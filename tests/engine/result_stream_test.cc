@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace pricer {
@@ -22,10 +23,17 @@ ResultChunk Chunk(int64_t begin, int64_t floats) {
 TEST(ResultChunkTest, PayloadBytesCountsValuesAndStatistics) {
   ResultChunk chunk = Chunk(0, 10);
   EXPECT_EQ(chunk.payload_bytes(), 40);
-  const float column[] = {1.0f, 2.0f};
-  chunk.statistics.Resize(3);
-  for (int k = 0; k < 3; ++k) chunk.statistics.SetColumn(k, column, 2);
-  EXPECT_EQ(chunk.payload_bytes(), 40 + 3 * 4 * 8);
+  // Basic statistics: V0, mean, stddev, min, max.
+  chunk.statistics.Resize(StatisticsSelection::Basic(), 3);
+  EXPECT_EQ(chunk.payload_bytes(), 40 + 3 * 5 * 8);
+  // Every quantile, VaR and ES level is one more float64 per column.
+  StatisticsSelection risk;
+  risk.quantiles = {0.5};
+  risk.var = {0.99, 0.975};
+  risk.es = {0.99};
+  ResultChunk risk_chunk = Chunk(0, 10);
+  risk_chunk.statistics.Resize(risk, 3);
+  EXPECT_EQ(risk_chunk.payload_bytes(), 40 + 3 * (1 + 1 + 2 + 1) * 8);
 }
 
 TEST(ResultStreamTest, TryReserveRespectsTheBoundUnlessNothingIsPending) {
@@ -153,6 +161,22 @@ TEST(ResultStreamTest, DetachListenerWaitsForARunningListener) {
   // Detached: no more calls.
   stream.Close(absl::OkStatus());
   EXPECT_EQ(calls, 1);
+}
+
+TEST(ResultStreamTest, DestroyedStreamGivesBackItsSharedBytes) {
+  auto shared = std::make_shared<PendingBytes>(100);
+  ResultStream kept(100, nullptr, shared);
+  ASSERT_TRUE(kept.TryReserve(10));
+  {
+    // A stream whose reader went away with chunks still queued.
+    ResultStream dropped(100, nullptr, shared);
+    ASSERT_TRUE(dropped.TryReserve(60));
+    dropped.Push(Chunk(0, 15));
+    EXPECT_EQ(shared->used(), 70);
+    EXPECT_FALSE(kept.TryReserve(40));  // 110 > 100 over both streams
+  }
+  EXPECT_EQ(shared->used(), 10);
+  EXPECT_TRUE(kept.TryReserve(40));
 }
 
 TEST(ResultStreamTest, ReleaseRunsOnSpace) {

@@ -14,10 +14,11 @@ int64_t RoundUpAligned(int64_t x) {
   return (x + kColumnAlignment - 1) / kColumnAlignment * kColumnAlignment;
 }
 
+// `statistics`: the basic selection (V0, mean, stddev, min, max) or none.
 OutputSelection Output(bool full, bool statistics, bool terminal_prices = false) {
   OutputSelection output;
   output.full = full;
-  output.statistics = statistics;
+  output.statistics = statistics ? StatisticsSelection::Basic() : StatisticsSelection{};
   output.terminal_prices = terminal_prices;
   return output;
 }
@@ -110,23 +111,36 @@ TEST(ShardPlannerTest, ShardsTileTheRequestedRangeExactly) {
 }
 
 TEST(ShardPlannerTest, ChunkPayloadBytesIsTheSumOfWhatIsSent) {
-  // full: P float32 values per column; statistics: four float64 per column.
+  // full: P float32 values per column; basic statistics: V0, mean, stddev,
+  // min and max, five float64 per column.
   EXPECT_EQ(ChunkPayloadBytes(Output(true, false), 1000, 7), 7 * 1000 * 4);
-  EXPECT_EQ(ChunkPayloadBytes(Output(false, true), 1000, 7), 7 * 32);
-  EXPECT_EQ(ChunkPayloadBytes(Output(true, true), 1000, 7), 7 * (1000 * 4 + 32));
+  EXPECT_EQ(ChunkPayloadBytes(Output(false, true), 1000, 7), 7 * 40);
+  EXPECT_EQ(ChunkPayloadBytes(Output(true, true), 1000, 7), 7 * (1000 * 4 + 40));
   EXPECT_EQ(ChunkPayloadBytes(Output(false, false, true), 1000, 7), 0);
+  // Each quantile, VaR and ES level adds one float64 per column.
+  OutputSelection risk = Output(true, false);
+  risk.statistics.quantiles = {0.01, 0.5, 0.99};
+  risk.statistics.var = {0.99};
+  risk.statistics.es = {0.99, 0.975};
+  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 7), 7 * (1000 * 4 + (1 + 3 + 1 + 2) * 8));
 }
 
 TEST(ShardPlannerTest, ChunksStayUnderThePayloadLimit) {
-  const OutputSelection outputs[] = {Output(true, false), Output(false, true), Output(true, true)};
+  OutputSelection risk = Output(false, true);
+  risk.statistics.quantiles = {0.05, 0.5, 0.95};
+  risk.statistics.var = {0.99, 0.975};
+  risk.statistics.es = {0.99, 0.975};
+  const OutputSelection outputs[] = {Output(true, false), Output(false, true), Output(true, true),
+                                     risk};
   for (const OutputSelection& output : outputs) {
     for (const int64_t paths : {int64_t{1}, int64_t{10000}, int64_t{1000000}}) {
       SCOPED_TRACE("full=" + std::to_string(output.full) + " statistics=" +
-                   std::to_string(output.statistics) + " P=" + std::to_string(paths));
+                   std::to_string(output.statistics.any()) + " P=" + std::to_string(paths));
       const int64_t columns = 1000000;
       const JobSpec spec = Spec(paths, 5, columns, 0, columns, output);
       const ShardPlan plan = PlanShards(spec);
-      const int64_t per_column = (output.full ? 4 * paths : 0) + (output.statistics ? 32 : 0);
+      const int64_t per_column =
+          (output.full ? 4 * paths : 0) + 8 * output.statistics.values_per_column();
       ASSERT_GE(plan.chunk_columns, 1);
       EXPECT_LE(plan.chunk_columns * per_column, kMaxChunkPayloadBytes);
       // Not needlessly small: one more column would not fit, or the chunk
@@ -147,7 +161,7 @@ TEST(ShardPlannerTest, RequestedChunkColumnsAreKeptWhenTheyFit) {
   // Capped by the payload limit and by the range.
   output.chunk_columns = 1000000;
   const ShardPlan capped = PlanShards(Spec(100000, 5, 1000000, 0, 1000000, output));
-  EXPECT_LE(capped.chunk_columns * (100000 * 4 + 32), kMaxChunkPayloadBytes);
+  EXPECT_LE(capped.chunk_columns * (100000 * 4 + 40), kMaxChunkPayloadBytes);
   output.chunk_columns = 500;
   EXPECT_EQ(PlanShards(Spec(10, 5, 1000, 100, 130, output)).chunk_columns, 30);
 }

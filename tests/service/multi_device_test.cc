@@ -104,7 +104,7 @@ Problem MakeProblem(int64_t issuers, int64_t paths, int64_t columns, uint64_t se
   problem.request.set_seed(seed);
   v1::OutputOptions* output = problem.request.mutable_output();
   output->set_full(true);
-  output->set_statistics(true);
+  output->mutable_statistics();  // the basic four
   output->set_terminal_prices(true);
   output->set_chunk_columns(100);
   return problem;
@@ -127,7 +127,7 @@ Problem ScenarioProblem() { return MakeProblem(kIssuers, kPaths, kColumns); }
 // What a call computed, placed by column (NaN outside the priced range).
 struct Result {
   std::vector<float> sc;  // P x M, column-major
-  std::vector<double> mean, stddev, min, max;
+  std::vector<double> v0, mean, stddev, min, max;
   std::vector<float> st;  // P x N, when terminal prices were asked for
 };
 
@@ -140,7 +140,8 @@ Result Collect(const PriceCall& call, const v1::PriceRequest& request) {
   const int64_t end = request.column_end() == 0 ? columns : request.column_end();
   Result result;
   if (request.output().full()) result.sc = AssembleResult(call, paths, columns, begin, end);
-  for (std::vector<double>* v : {&result.mean, &result.stddev, &result.min, &result.max}) {
+  for (std::vector<double>* v :
+       {&result.v0, &result.mean, &result.stddev, &result.min, &result.max}) {
     v->assign(static_cast<size_t>(columns), std::nan(""));
   }
   for (const v1::PriceReply& reply : call.replies) {
@@ -149,7 +150,8 @@ Result Collect(const PriceCall& call, const v1::PriceRequest& request) {
     const v1::ColumnStatistics& s = chunk.statistics();
     for (int64_t j = chunk.column_begin(); j < chunk.column_end(); ++j) {
       const int k = static_cast<int>(j - chunk.column_begin());
-      if (k >= s.mean_size() || j < 0 || j >= columns) continue;
+      if (k >= s.mean_size() || k >= s.v0_size() || j < 0 || j >= columns) continue;
+      result.v0[j] = s.v0(k);
       result.mean[j] = s.mean(k);
       result.stddev[j] = s.stddev(k);
       result.min[j] = s.min(k);
@@ -177,6 +179,7 @@ bool SameBits(const std::vector<T>& a, const std::vector<T>& b, int64_t first, i
 void ExpectSameResult(const Result& got, const Result& want, int64_t paths, int64_t begin,
                       int64_t end, const std::string& what) {
   EXPECT_TRUE(SameBits(got.sc, want.sc, begin * paths, (end - begin) * paths)) << what << ": SC";
+  EXPECT_TRUE(SameBits(got.v0, want.v0, begin, end - begin)) << what << ": v0";
   EXPECT_TRUE(SameBits(got.mean, want.mean, begin, end - begin)) << what << ": mean";
   EXPECT_TRUE(SameBits(got.stddev, want.stddev, begin, end - begin)) << what << ": stddev";
   EXPECT_TRUE(SameBits(got.min, want.min, begin, end - begin)) << what << ": min";
@@ -187,7 +190,8 @@ void ExpectSameResult(const Result& got, const Result& want, int64_t paths, int6
 
 // Checks each priced column's statistics of a statistics + terminal prices
 // call with the inline matrix `a`: the mean against float64,
-// mean_j = sum_i A[i, j] * mean_p ST[p, i], and min <= mean <= max.
+// mean_j = sum_i A[i, j] * mean_p ST[p, i], V0_j = sum_i A[i, j] * spot_i, and
+// min <= mean <= max.
 void ExpectMeansMatch(const PriceCall& call, const v1::PriceRequest& request,
                       const std::vector<float>& a) {
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
@@ -202,14 +206,19 @@ void ExpectMeansMatch(const PriceCall& call, const v1::PriceRequest& request,
   }
   int64_t mismatches = 0;
   for (int64_t j = 0; j < columns; ++j) {
-    double exact = 0;
-    for (int64_t i = 0; i < issuers; ++i) exact += a[j * issuers + i] * st_mean[i];
+    double exact = 0, v0 = 0;
+    for (int64_t i = 0; i < issuers; ++i) {
+      exact += a[j * issuers + i] * st_mean[i];
+      v0 += a[j * issuers + i] * request.market().explicit_().spot(i);
+    }
     const bool ok = std::abs(result.mean[j] - exact) <= 1e-5 * std::abs(exact) &&
+                    std::abs(result.v0[j] - v0) <= 1e-12 * std::abs(v0) &&
                     result.min[j] <= result.mean[j] && result.mean[j] <= result.max[j] &&
                     result.stddev[j] > 0;
     if (!ok && mismatches++ < 5) {
       ADD_FAILURE() << "column " << j << ": mean " << result.mean[j] << ", float64 " << exact
-                    << ", min " << result.min[j] << ", max " << result.max[j];
+                    << ", min " << result.min[j] << ", max " << result.max[j] << ", v0 "
+                    << result.v0[j] << ", float64 " << v0;
     }
   }
   EXPECT_EQ(mismatches, 0);
@@ -850,7 +859,7 @@ Problem StatisticsProblem(int64_t issuers, int64_t paths, int64_t columns, uint6
   Problem problem{SmallRequest(issuers, paths, columns), TestMatrix(issuers, columns)};
   SetInlineMatrix(problem.a, issuers, columns, &problem.request);
   problem.request.set_seed(seed);
-  problem.request.mutable_output()->set_statistics(true);
+  problem.request.mutable_output()->mutable_statistics();  // the basic four
   problem.request.mutable_output()->set_terminal_prices(true);
   return problem;
 }

@@ -2,6 +2,7 @@
 // the field and its value, and the server keeps serving.
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <ostream>
 #include <string>
@@ -41,6 +42,23 @@ void UseGeneratedMarket(v1::PriceRequest& r) {
 
 void UseMatrix(v1::PriceRequest& r, int64_t rows, int64_t columns) {
   SetInlineMatrix(TestMatrix(rows, columns), rows, columns, &r);
+}
+
+// A correlation for the base request's 4 issuers: the identity with the
+// given entries (i, j, value) set, each only where named.
+struct Entry {
+  int i, j;
+  double value;
+};
+void UseCorrelation(v1::PriceRequest& r, std::initializer_list<Entry> entries) {
+  std::vector<double> c(16, 0.0);
+  for (int i = 0; i < 4; ++i) c[i * 4 + i] = 1.0;
+  for (const Entry& e : entries) c[e.i * 4 + e.j] = e.value;
+  r.mutable_market()->mutable_correlation()->Assign(c.begin(), c.end());
+}
+
+v1::StatisticsSelection& Statistics(v1::PriceRequest& r) {
+  return *r.mutable_output()->mutable_statistics();
 }
 
 std::vector<BadRequestCase> BadRequestCases() {
@@ -156,6 +174,69 @@ std::vector<BadRequestCase> BadRequestCases() {
        "column_end is 5"},
       {"ChunkColumnsNegative", [](auto& r) { r.mutable_output()->set_chunk_columns(-1); },
        "output.chunk_columns is -1"},
+      {"QuantileAboveOne",
+       [](auto& r) {
+         Statistics(r).add_quantiles(0.5);
+         Statistics(r).add_quantiles(1.5);
+       },
+       "output.statistics.quantiles[1] is 1.5: must be in [0, 1]"},
+      {"QuantileNegative",
+       [](auto& r) {
+         Statistics(r).add_quantiles(0.5);
+         Statistics(r).add_quantiles(-0.1);
+       },
+       "output.statistics.quantiles[1] is -0.1: must be in [0, 1]"},
+      {"VarLevelZero", [](auto& r) { Statistics(r).add_var(0); },
+       "output.statistics.var[0] is 0: must be in (0, 1)"},
+      {"VarLevelOne", [](auto& r) { Statistics(r).add_var(1); },
+       "output.statistics.var[0] is 1: must be in (0, 1)"},
+      {"EsLevelNaN", [](auto& r) { Statistics(r).add_es(kNaN); },
+       "output.statistics.es[0] is NaN: must be in (0, 1)"},
+      {"SeventeenLevels",
+       [](auto& r) {
+         for (int l = 0; l < 17; ++l) Statistics(r).add_var(0.5 + 0.01 * l);
+       },
+       "output.statistics.var size is 17: at most 16 levels"},
+      {"CorrelationWrongSize",
+       [](auto& r) {
+         UseCorrelation(r, {});
+         r.mutable_market()->mutable_correlation()->RemoveLast();
+       },
+       "market.correlation size is 15: must be issuers^2 = 16"},
+      {"CorrelationAsymmetric",
+       [](auto& r) {
+         UseCorrelation(r, {{0, 1, 0.5}, {1, 0, 0.4}});
+       },
+       "market.correlation[0, 1] is 0.5: the matrix must be symmetric, but [1, 0] is 0.4"},
+      {"CorrelationDiagonalNotOne",
+       [](auto& r) {
+         UseCorrelation(r, {{2, 2, 0.9}});
+       },
+       "market.correlation[2, 2] is 0.9: the diagonal must be 1"},
+      {"CorrelationEntryAboveOne",
+       [](auto& r) {
+         UseCorrelation(r, {{1, 3, 1.5}, {3, 1, 1.5}});
+       },
+       "market.correlation[1, 3] is 1.5: entries must be in [-1, 1]"},
+      {"CorrelationNotPositiveDefinite",
+       [](auto& r) {
+         // Issuer 0 moves with 1 and 2, which move against each other.
+         UseCorrelation(
+             r, {{0, 1, 0.9}, {1, 0, 0.9}, {0, 2, 0.9}, {2, 0, 0.9}, {1, 2, -0.9}, {2, 1, -0.9}});
+       },
+       "market.correlation is not positive definite"},
+      {"CorrelationForTooManyIssuers",
+       [](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_issuers(4097);
+         r.mutable_market()->add_correlation(1.0);
+       },
+       "market.correlation size is 1: a correlation matrix is accepted for at most 4096 "
+       "issuers (here 4097)"},
+      {"PriorityTooHigh", [](auto& r) { r.set_priority(101); },
+       "priority is 101: must be in [-100, 100]"},
+      {"PriorityTooLow", [](auto& r) { r.set_priority(-101); },
+       "priority is -101: must be in [-100, 100]"},
   };
 }
 
@@ -187,6 +268,30 @@ TEST(BadRequests, BaseRequestIsValid) {
   ASSERT_NE(server, nullptr);
   const PriceCall call = RunPrice(*NewStub(*server), SmallRequest());
   EXPECT_TRUE(call.status.ok()) << call.status.error_message();
+}
+
+// The edges of each new range are accepted: quantile levels 0 and 1, VaR and
+// ES levels just inside (0, 1), 16 levels, priorities +-100 and a correlation
+// on the edge of the tolerance.
+TEST(BadRequests, EdgesOfTheRangesAreAccepted) {
+  std::unique_ptr<PricerServer> server = StartTestServer();
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
+  v1::PriceRequest request = SmallRequest();
+  Statistics(request).add_quantiles(0);
+  Statistics(request).add_quantiles(1);
+  Statistics(request).add_var(1e-9);
+  Statistics(request).add_es(1 - 1e-9);
+  for (int l = 1; l < 16; ++l) Statistics(request).add_var(0.5 + 0.01 * l);  // 16 in all
+  // Within the 1e-9 tolerance of symmetry and of the unit diagonal.
+  UseCorrelation(request, {{0, 1, 0.3}, {1, 0, 0.3 + 5e-10}, {3, 3, 1 + 5e-10}});
+  for (int priority : {100, -100}) {
+    request.set_priority(priority);
+    const PriceCall call = RunPrice(*stub, request);
+    EXPECT_TRUE(call.status.ok()) << priority << ": " << call.status.error_message();
+    ASSERT_FALSE(call.replies.empty());
+    EXPECT_TRUE(call.replies.back().has_finished());
+  }
 }
 
 TEST(BadRequests, ServerKeepsServingAfterAllOfThem) {

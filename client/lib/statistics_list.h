@@ -1,0 +1,35 @@
+// The statistics a user lists with `pricer price --stats`, e.g.
+// "mean,stddev,var:0.99,es:0.975", and how each maps to the API.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "pricer/v1/pricer.pb.h"
+
+namespace pricer {
+
+struct StatisticItem {
+  enum class Kind { kMean, kStddev, kMin, kMax, kQuantile, kVar, kEs };
+  Kind kind = Kind::kMean;
+  double level = 0;  // quantile, VaR and ES levels
+  // The CSV column: mean, stddev, min, max, quantile_L, var_L, es_L, with L
+  // written as the user gave it.
+  std::string name;
+};
+
+// Parses a comma-separated list of mean, stddev, min, max, quantile:L,
+// var:L and es:L. Duplicates are dropped.
+absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list);
+
+// The selection that asks the server for `items`.
+v1::StatisticsSelection ToSelection(const std::vector<StatisticItem>& items);
+
+// The values of `item` in a reply's statistics (one per column of the
+// chunk), or null when the reply lacks them.
+const google::protobuf::RepeatedField<double>* ValuesOf(const v1::ColumnStatistics& statistics,
+                                                        const StatisticItem& item);
+
+}  // namespace pricer

@@ -1,0 +1,140 @@
+#include "client/lib/statistics_list.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pricer {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Kind = StatisticItem::Kind;
+
+std::vector<std::string> Names(const std::vector<StatisticItem>& items) {
+  std::vector<std::string> names;
+  for (const StatisticItem& item : items) names.push_back(item.name);
+  return names;
+}
+
+std::string ErrorOf(absl::string_view list) {
+  absl::StatusOr<std::vector<StatisticItem>> items = ParseStatisticsList(list);
+  EXPECT_FALSE(items.ok()) << list;
+  EXPECT_EQ(items.status().code(), absl::StatusCode::kInvalidArgument) << list;
+  return std::string(items.status().message());
+}
+
+TEST(ParseStatisticsList, KeepsTheOrderGiven) {
+  auto items = ParseStatisticsList("var:0.99,max,quantile:0.5,es:0.975,mean,stddev,min");
+  ASSERT_TRUE(items.ok()) << items.status();
+  EXPECT_THAT(Names(*items),
+              ElementsAre("var_0.99", "max", "quantile_0.5", "es_0.975", "mean", "stddev", "min"));
+  ASSERT_EQ(items->size(), 7u);
+  EXPECT_EQ((*items)[0].kind, Kind::kVar);
+  EXPECT_EQ((*items)[0].level, 0.99);
+  EXPECT_EQ((*items)[1].kind, Kind::kMax);
+  EXPECT_EQ((*items)[2].kind, Kind::kQuantile);
+  EXPECT_EQ((*items)[2].level, 0.5);
+  EXPECT_EQ((*items)[3].kind, Kind::kEs);
+  EXPECT_EQ((*items)[3].level, 0.975);
+  EXPECT_EQ((*items)[4].kind, Kind::kMean);
+  EXPECT_EQ((*items)[5].kind, Kind::kStddev);
+  EXPECT_EQ((*items)[6].kind, Kind::kMin);
+}
+
+TEST(ParseStatisticsList, NamesKeepTheLevelAsWritten) {
+  auto items = ParseStatisticsList("var:0.990,quantile:5e-1,es:.975");
+  ASSERT_TRUE(items.ok()) << items.status();
+  EXPECT_THAT(Names(*items), ElementsAre("var_0.990", "quantile_5e-1", "es_.975"));
+  EXPECT_EQ((*items)[0].level, 0.99);
+  EXPECT_EQ((*items)[1].level, 0.5);
+  EXPECT_EQ((*items)[2].level, 0.975);
+}
+
+TEST(ParseStatisticsList, DropsDuplicatesKeepingTheFirst) {
+  // var:0.990 is var:0.99 again; a quantile at the same level is not.
+  auto items = ParseStatisticsList("mean,var:0.99,mean,var:0.990,quantile:0.99,var:0.99");
+  ASSERT_TRUE(items.ok()) << items.status();
+  EXPECT_THAT(Names(*items), ElementsAre("mean", "var_0.99", "quantile_0.99"));
+}
+
+TEST(ParseStatisticsList, IgnoresSpacesAndEmptyItems) {
+  auto items = ParseStatisticsList(" mean , var:0.95,, max ");
+  ASSERT_TRUE(items.ok()) << items.status();
+  EXPECT_THAT(Names(*items), ElementsAre("mean", "var_0.95", "max"));
+}
+
+TEST(ParseStatisticsList, ErrorsNameTheBadItem) {
+  EXPECT_THAT(ErrorOf("mean,median"),
+              HasSubstr("--stats: 'median' is not one of mean, stddev, min, max, quantile:L, "
+                        "var:L, es:L"));
+  EXPECT_THAT(ErrorOf("mean,var:high"),
+              HasSubstr("--stats: 'var:high': the level 'high' is not a number"));
+  EXPECT_THAT(ErrorOf("es:"), HasSubstr("'es:': the level '' is not a number"));
+  EXPECT_THAT(ErrorOf("quantile"), HasSubstr("'quantile' is not one of"));
+  EXPECT_THAT(ErrorOf("mean:0.5"), HasSubstr("'mean:0.5' is not one of"));
+  EXPECT_THAT(ErrorOf("Mean"), HasSubstr("'Mean' is not one of"));
+  EXPECT_THAT(ErrorOf(""), HasSubstr("--stats: the list is empty"));
+  EXPECT_THAT(ErrorOf(" , "), HasSubstr("--stats: the list is empty"));
+}
+
+TEST(ToSelection, SetsTheFlagsAndTheLevelsInOrder) {
+  auto items = ParseStatisticsList("es:0.975,stddev,quantile:0.9,var:0.99,quantile:0.1,es:0.99");
+  ASSERT_TRUE(items.ok()) << items.status();
+  const v1::StatisticsSelection selection = ToSelection(*items);
+  EXPECT_FALSE(selection.mean());
+  EXPECT_TRUE(selection.stddev());
+  EXPECT_FALSE(selection.min());
+  EXPECT_FALSE(selection.max());
+  EXPECT_THAT(selection.quantiles(), ElementsAre(0.9, 0.1));
+  EXPECT_THAT(selection.var(), ElementsAre(0.99));
+  EXPECT_THAT(selection.es(), ElementsAre(0.975, 0.99));
+
+  auto basic = ParseStatisticsList("max,min,mean,stddev");
+  ASSERT_TRUE(basic.ok()) << basic.status();
+  const v1::StatisticsSelection four = ToSelection(*basic);
+  EXPECT_TRUE(four.mean() && four.stddev() && four.min() && four.max());
+  EXPECT_EQ(four.quantiles_size() + four.var_size() + four.es_size(), 0);
+}
+
+v1::LevelValues* AddLevel(google::protobuf::RepeatedPtrField<v1::LevelValues>* to, double level,
+                          std::vector<double> values) {
+  v1::LevelValues* l = to->Add();
+  l->set_level(level);
+  l->mutable_values()->Assign(values.begin(), values.end());
+  return l;
+}
+
+TEST(ValuesOf, FindsEachItemByKindAndLevel) {
+  v1::ColumnStatistics s;
+  for (double v : {1.0, 2.0}) s.add_mean(v);
+  for (double v : {3.0, 4.0}) s.add_max(v);
+  AddLevel(s.mutable_var(), 0.99, {10, 11});
+  AddLevel(s.mutable_var(), 0.95, {12, 13});
+  AddLevel(s.mutable_quantiles(), 0.95, {20, 21});
+  AddLevel(s.mutable_es(), 0.975, {30, 31});
+
+  auto items = ParseStatisticsList("mean,max,var:0.95,var:0.990,quantile:0.95,es:0.975,stddev");
+  ASSERT_TRUE(items.ok()) << items.status();
+  std::vector<std::vector<double>> found;
+  for (const StatisticItem& item : *items) {
+    const google::protobuf::RepeatedField<double>* values = ValuesOf(s, item);
+    ASSERT_NE(values, nullptr) << item.name;
+    found.emplace_back(values->begin(), values->end());
+  }
+  EXPECT_THAT(found, ElementsAre(ElementsAre(1, 2), ElementsAre(3, 4), ElementsAre(12, 13),
+                                 ElementsAre(10, 11), ElementsAre(20, 21), ElementsAre(30, 31),
+                                 ElementsAre()));  // stddev: not in the reply, empty
+
+  // A level the reply lacks, or present only under another kind: none.
+  for (absl::string_view missing : {"var:0.975", "es:0.99", "quantile:0.99"}) {
+    auto item = ParseStatisticsList(missing);
+    ASSERT_TRUE(item.ok()) << item.status();
+    EXPECT_EQ(ValuesOf(s, item->front()), nullptr) << missing;
+  }
+}
+
+}  // namespace
+}  // namespace pricer
