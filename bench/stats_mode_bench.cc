@@ -5,6 +5,7 @@
 // cblas_sgemm of the same shape (P x N times N x M). Target: ratio <= 1.15.
 //
 //   stats_mode_bench [--scenarios 100000] [--repeats 2] [--devices cpu]
+//                    [--max-shards-in-flight 4]
 //                    [--stats mean,stddev,var:0.99,es:0.99,var:0.975,es:0.975]
 #include <cblas.h>
 
@@ -54,11 +55,13 @@ int main(int argc, char** argv) {
   int64_t scenarios = 100'000;
   int repeats = 2;
   std::string devices = "cpu";
+  int in_flight = pricer::EngineOptions().max_shards_in_flight;
   std::string stats = "mean,stddev,var:0.99,es:0.99,var:0.975,es:0.975";
   CLI::App app{"stats mode end to end against a bare sgemm of the same shape"};
   app.add_option("--scenarios", scenarios)->capture_default_str();
   app.add_option("--repeats", repeats)->capture_default_str();
   app.add_option("--devices", devices)->capture_default_str();
+  app.add_option("--max-shards-in-flight", in_flight)->capture_default_str();
   app.add_option("--stats", stats)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
     pricer::ServerOptions server_options;
     server_options.listen = "127.0.0.1:0";
     server_options.devices = devices;
+    server_options.engine.max_shards_in_flight = in_flight;
     absl::StatusOr<std::unique_ptr<pricer::PricerServer>> server =
         pricer::PricerServer::Start(server_options);
     if (!server.ok()) return 1;
@@ -105,9 +109,9 @@ int main(int argc, char** argv) {
 
   std::printf(
       "shape: P=%lld paths x N=%lld issuers x M=%lld scenarios, %.3g flops; stats %s; "
-      "devices %s; best of %d\n",
+      "devices %s, %d shards in flight; best of %d\n",
       static_cast<long long>(paths), static_cast<long long>(issuers),
-      static_cast<long long>(scenarios), flops, stats.c_str(), devices.c_str(), repeats);
+      static_cast<long long>(scenarios), flops, stats.c_str(), devices.c_str(), in_flight, repeats);
   std::printf("%-34s %10s %10s\n", "", "seconds", "GFLOP/s");
   std::printf("%-34s %10.3f %10.1f\n", "bare cblas_sgemm (all cores)", best_bare,
               flops / best_bare / 1e9);

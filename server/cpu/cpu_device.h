@@ -29,6 +29,10 @@ class CpuDevice : public Device {
   // ST (P x N float32), and for correlated issuers one block of shocks per
   // thread while ST is built.
   int64_t ResidentBytes(const JobSpec& spec) const override;
+  // One shard per thread: more would only oversubscribe the cores (measured:
+  // the seed example at 100,000 scenarios on 2 cores, stats mode, 2 in flight
+  // 17.96 s against 18.79 s with 4).
+  int64_t MaxShardsInFlight() const override { return threads_; }
   // An A block (N x w) and an SC block (P x w), float32.
   int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;
   absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,

@@ -89,6 +89,7 @@ class ColumnReducer {
   bool tail_only_ = false;       // every needed rank is in the lower tail
   bool order_ = false;           // any order statistic needed at all
   std::vector<float> sorted_;    // partially ordered values
+  std::vector<float> below_;     // the tail copy's buffer (rows entries)
   std::vector<float> sample_;
 };
 

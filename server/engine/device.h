@@ -51,6 +51,9 @@ class Device {
   // running on it at once. The engine admits work so that these sums fit the
   // budget, so a device allocation never fails for want of budget.
   virtual int64_t ResidentBytes(const JobSpec& spec) const = 0;
+  // The most shards of one job worth running here at once, whatever the
+  // budget allows (the engine's --max-shards-in-flight caps it too).
+  virtual int64_t MaxShardsInFlight() const = 0;
   virtual int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const = 0;
   // Builds the job's resident state (ST); its shards are `shard_columns`
   // wide at most. `spec` outlives the DeviceJob.

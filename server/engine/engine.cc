@@ -116,8 +116,9 @@ absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
     const int64_t room = device->memory().budget() - p.resident_bytes;
     if (room >= p.shard_bytes) {
       const int64_t by_memory = p.shard_bytes > 0 ? room / p.shard_bytes : INT64_MAX;
-      p.shards_in_flight = std::min<int64_t>(
-          {by_memory, options_.max_shards_in_flight, std::max<int64_t>(1, plan->shard_count)});
+      p.shards_in_flight =
+          std::min<int64_t>({by_memory, options_.max_shards_in_flight, device->MaxShardsInFlight(),
+                             std::max<int64_t>(1, plan->shard_count)});
       ++usable;
     }
     plans.push_back(p);

@@ -383,10 +383,14 @@ TEST(MultiDevice, ShardsInFlightOverlapWithinTheBudgetWithTheSameResult) {
 
   // The same budget on both devices: the planner keeps the widest shard that
   // fits and runs as many as the rest of the budget holds. From 768 columns
-  // (3 x 256) it narrows to 256, so a budget of 2.5 shards holds 2.
+  // (3 x 256) it narrows to 256, so a budget of 2.5 shards holds 2. A cpu
+  // device runs at most one shard per thread, so these devices get 2 threads.
   {
     const int64_t budget = BudgetFor(2.5);
-    std::unique_ptr<PricerServer> server = StartCpuServer("cpu:2", budget);
+    std::vector<std::unique_ptr<Device>> devices;
+    devices.push_back(std::make_unique<CpuDevice>("cpu0", budget, 2));
+    devices.push_back(std::make_unique<CpuDevice>("cpu1", budget, 2));
+    std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
     ASSERT_NE(server, nullptr);
     const ServedRun run = RunOn(*server, problem.request);
     ASSERT_TRUE(run.call.status.ok()) << run.call.status.error_message();
@@ -411,7 +415,7 @@ TEST(MultiDevice, ShardsInFlightOverlapWithinTheBudgetWithTheSameResult) {
     const int64_t small = BudgetFor(1.5), large = BudgetFor(3.5);
     std::vector<std::unique_ptr<Device>> devices;
     devices.push_back(std::make_unique<CpuDevice>("cpu0", small, 1));
-    devices.push_back(std::make_unique<CpuDevice>("cpu1", large, 1));
+    devices.push_back(std::make_unique<CpuDevice>("cpu1", large, 3));
     std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
     ASSERT_NE(server, nullptr);
     const ServedRun run = RunOn(*server, problem.request);
@@ -427,6 +431,19 @@ TEST(MultiDevice, ShardsInFlightOverlapWithinTheBudgetWithTheSameResult) {
     EXPECT_GE(run.devices.devices(1).peak_bytes(), kResident + kShard256);
     ExpectSameResult(Collect(run.call, problem.request), serial, kPaths, 0, kColumns,
                      "3 in flight");
+  }
+
+  // The budget holds 3.5 shards but the device has one thread: one at a time.
+  {
+    const int64_t large = BudgetFor(3.5);
+    std::vector<std::unique_ptr<Device>> devices;
+    devices.push_back(std::make_unique<CpuDevice>("cpu0", large, 1));
+    std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
+    ASSERT_NE(server, nullptr);
+    const ServedRun run = RunOn(*server, problem.request);
+    ASSERT_TRUE(run.call.status.ok()) << run.call.status.error_message();
+    EXPECT_EQ(Accepted(run.call.replies).plan().device_plans(0).shards_in_flight(), 1);
+    EXPECT_FALSE(AnyOverlap(run.intervals[0]));
   }
 }
 
