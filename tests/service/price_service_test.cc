@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/engine/statistics_reference.h"
 #include "tests/service/service_test_util.h"
 
 namespace pricer::testing {
@@ -323,17 +324,6 @@ TEST(Price, DefaultOutputIsV0AndTheBasicFour) {
   EXPECT_EQ(call.replies.back().finished().bytes(), 5 * 8 * columns);
 }
 
-// The quantile of level q of ascending values, by the rule of pricer.proto:
-// h = (n - 1) q, k = floor(h), x_(k) + (h - k) (x_(k+1) - x_(k)).
-double QuantileOfSorted(const std::vector<float>& sorted, double q) {
-  const int64_t n = static_cast<int64_t>(sorted.size());
-  const double h = static_cast<double>(n - 1) * q;
-  const int64_t k = std::min(n - 1, static_cast<int64_t>(std::floor(h)));
-  const double low = sorted[k];
-  if (k == n - 1) return low;
-  return low + (h - static_cast<double>(k)) * (static_cast<double>(sorted[k + 1]) - low);
-}
-
 // Full SC with `selection` on an inline matrix; every statistic of every
 // column against a float64 recomputation from the returned SC, with
 // V0 = sum_i A[i, j] S0[i] from the request.
@@ -385,28 +375,20 @@ void ExpectRiskStatisticsMatchFloat64(int64_t paths, const v1::StatisticsSelecti
       expect(near(s.v0(k), v0), "v0", j, s.v0(k), v0);
       for (int l = 0; l < selection.quantiles_size(); ++l) {
         ASSERT_EQ(s.quantiles(l).level(), selection.quantiles(l));
-        const double want = QuantileOfSorted(sorted, selection.quantiles(l));
+        const double want = ReferenceQuantile(sorted, selection.quantiles(l));
         const double got = s.quantiles(l).values(k);
         expect(got == want, absl::StrCat("quantile ", selection.quantiles(l)), j, got, want);
       }
       for (int l = 0; l < selection.var_size(); ++l) {
         ASSERT_EQ(s.var(l).level(), selection.var(l));
-        const double want = v0 - discount * QuantileOfSorted(sorted, 1 - selection.var(l));
+        const double want = v0 - discount * ReferenceQuantile(sorted, 1 - selection.var(l));
         const double got = s.var(l).values(k);
         expect(near(got, want), absl::StrCat("VaR ", selection.var(l)), j, got, want);
       }
       for (int l = 0; l < selection.es_size(); ++l) {
         ASSERT_EQ(s.es(l).level(), selection.es(l));
-        const double q = QuantileOfSorted(sorted, 1 - selection.es(l));
-        double sum = 0;
-        int64_t count = 0;
-        for (float x : sorted) {
-          if (x <= q) {
-            sum += x;
-            ++count;
-          }
-        }
-        const double want = v0 - discount * sum / static_cast<double>(count);
+        const double q = ReferenceQuantile(sorted, 1 - selection.es(l));
+        const double want = v0 - discount * ReferenceTailMean(sorted, q);
         const double got = s.es(l).values(k);
         expect(near(got, want), absl::StrCat("ES ", selection.es(l)), j, got, want);
       }
