@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libopenblas-dev liblapacke-dev libspdlog-dev libcli11-dev libabsl-dev
+  libopenblas-dev liblapacke-dev libssl-dev libspdlog-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy
 )

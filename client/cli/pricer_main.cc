@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "client/lib/npy.h"
 #include "client/lib/price_results.h"
 #include "client/lib/pricer_client.h"
 #include "client/lib/request_options.h"
@@ -55,6 +56,23 @@ int RunPrice(const std::string& target, const pricer::PriceOptions& options,
     return 1;
   }
   std::cout << results.Summary(wall);
+  return 0;
+}
+
+int RunUpload(const std::string& target, const std::string& file) {
+  absl::StatusOr<pricer::NpyMatrix> matrix = pricer::ReadNpyMatrix(file);
+  if (!matrix.ok()) {
+    std::cerr << "pricer: " << matrix.status().message() << "\n";
+    return 2;
+  }
+  pricer::PricerClient client(target);
+  pricer::v1::ScenarioSet set;
+  const grpc::Status status =
+      client.UploadScenarios(matrix->rows, matrix->columns, matrix->values, &set);
+  if (!status.ok()) return Fail(status);
+  std::cout << set.id() << "\n";
+  std::cerr << absl::StrFormat("%d x %d, %d bytes%s\n", set.rows(), set.columns(), set.bytes(),
+                               set.existed() ? ", already stored" : "");
   return 0;
 }
 
@@ -111,6 +129,8 @@ int main(int argc, char** argv) {
   price->add_option("--scenarios", options.scenarios, "generated scenario columns M, U(0,1)");
   price->add_option("--scenarios-file", options.scenarios_file,
                     ".npy N x M scenario matrix (float32 or float64), sent inline");
+  price->add_option("--scenario-set", options.scenario_set,
+                    "id of a scenario set stored with `pricer upload`");
   price->add_option("--column-begin", options.column_begin, "first scenario column to price");
   price->add_option("--column-end", options.column_end, "one past the last column to price");
   price->add_option("--chunk-columns", options.chunk_columns, "columns per result chunk (hint)");
@@ -125,6 +145,12 @@ int main(int argc, char** argv) {
   price->add_option("--stats-out", files.stats_csv, "write per-column statistics as CSV");
   price->add_option("--full-out", files.full_npy, "write SC (float32 P x M, Fortran order) .npy");
   price->add_option("--prices-out", files.prices_npy, "write ST (float32 P x N) .npy");
+
+  std::string upload_file;
+  CLI::App* upload =
+      app.add_subcommand("upload", "store an N x M scenario matrix on the server and print its id");
+  upload->add_option("--target", target, "server address host:port")->envname("PRICER_TARGET");
+  upload->add_option("file", upload_file, ".npy N x M matrix, float32 or float64")->required();
 
   bool json = false;
   CLI::App* devices = app.add_subcommand("devices", "list the server's devices");
@@ -148,5 +174,6 @@ int main(int argc, char** argv) {
     }
     return RunPrice(target, options, files);
   }
+  if (upload->parsed()) return RunUpload(target, upload_file);
   return RunDevices(target, json);
 }

@@ -4,6 +4,8 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <algorithm>
+
 namespace pricer {
 
 PricerClient::PricerClient(const std::string& target)
@@ -25,6 +27,30 @@ grpc::Status PricerClient::Price(
     }
   }
   return reader->Finish();
+}
+
+grpc::Status PricerClient::UploadScenarios(int64_t rows, int64_t columns,
+                                           const std::vector<float>& values, v1::ScenarioSet* set,
+                                           int64_t chunk_bytes) {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientWriter<v1::ScenarioChunk>> writer =
+      stub_->UploadScenarios(&context, set);
+  const auto* bytes = reinterpret_cast<const char*>(values.data());
+  const int64_t total = static_cast<int64_t>(values.size() * sizeof(float));
+  int64_t sent = 0;
+  do {
+    v1::ScenarioChunk chunk;
+    if (sent == 0) {
+      chunk.set_rows(rows);
+      chunk.set_columns(columns);
+    }
+    const int64_t size = std::min(chunk_bytes, total - sent);
+    chunk.set_values(bytes + sent, static_cast<size_t>(size));
+    sent += size;
+    if (!writer->Write(chunk)) break;  // the server refused; Finish says why
+  } while (sent < total);
+  writer->WritesDone();
+  return writer->Finish();
 }
 
 grpc::Status PricerClient::ListDevices(v1::ListDevicesReply* reply) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pricer/v1/pricer.grpc.pb.h"
 
@@ -22,6 +23,10 @@ class PricerClient {
   grpc::Status Price(const v1::PriceRequest& request,
                      const std::function<grpc::Status(const v1::PriceReply&)>& on_reply);
   grpc::Status ListDevices(v1::ListDevicesReply* reply);
+  // Uploads a rows x columns column-major float32 matrix in chunks of
+  // `chunk_bytes`; `set` receives its id and shape.
+  grpc::Status UploadScenarios(int64_t rows, int64_t columns, const std::vector<float>& values,
+                               v1::ScenarioSet* set, int64_t chunk_bytes = 1 << 20);
 
  private:
   std::unique_ptr<v1::Pricer::Stub> stub_;

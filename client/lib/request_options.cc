@@ -100,12 +100,16 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   over(o.maturity, flags.maturity);
   over(o.scenarios, flags.scenarios);
   over(o.scenarios_file, flags.scenarios_file);
+  over(o.scenario_set, flags.scenario_set);
   over(o.column_begin, flags.column_begin);
   over(o.column_end, flags.column_end);
   over(o.chunk_columns, flags.chunk_columns);
   // A file named on the command line replaces the preset's generated data.
   if (flags.market_file.has_value() && !flags.issuers.has_value()) o.issuers.reset();
-  if (flags.scenarios_file.has_value() && !flags.scenarios.has_value()) o.scenarios.reset();
+  if ((flags.scenarios_file.has_value() || flags.scenario_set.has_value()) &&
+      !flags.scenarios.has_value()) {
+    o.scenarios.reset();
+  }
 
   v1::PriceRequest request;
   if (o.market_file.has_value() && o.issuers.has_value()) {
@@ -144,8 +148,11 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   request.set_rate(o.rate.value_or(0.0));
   request.set_maturity(o.maturity.value_or(1.0));
 
-  if (o.scenarios_file.has_value() && o.scenarios.has_value()) {
-    return absl::InvalidArgumentError("give either --scenarios-file or --scenarios, not both");
+  if (int{o.scenarios_file.has_value()} + int{o.scenarios.has_value()} +
+          int{o.scenario_set.has_value()} >
+      1) {
+    return absl::InvalidArgumentError(
+        "give one of --scenarios, --scenarios-file and --scenario-set");
   }
   if (o.scenarios_file.has_value()) {
     absl::StatusOr<NpyMatrix> a = ReadNpyMatrix(*o.scenarios_file);
@@ -154,6 +161,11 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
     matrix->set_rows(a->rows);
     matrix->set_columns(a->columns);
     matrix->set_values(reinterpret_cast<const char*>(a->values.data()), a->values.size() * 4);
+  } else if (o.scenario_set.has_value()) {
+    if (o.column_begin.has_value() && !o.column_end.has_value()) {
+      return absl::InvalidArgumentError("with --scenario-set, give --column-end too");
+    }
+    request.mutable_scenarios()->set_scenario_set(*o.scenario_set);
   } else if (o.scenarios.has_value()) {
     v1::GeneratedScenarios* scenarios = request.mutable_scenarios()->mutable_generated();
     scenarios->set_columns(*o.scenarios);
@@ -162,7 +174,7 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
     scenarios->set_value_max(1.0);
   } else {
     return absl::InvalidArgumentError(
-        "no scenarios: give --scenarios, --scenarios-file or --preset seed");
+        "no scenarios: give --scenarios, --scenarios-file, --scenario-set or --preset seed");
   }
   // --column-begin alone prices to the last column.
   const int64_t columns = request.scenarios().has_matrix()

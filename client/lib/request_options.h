@@ -24,6 +24,7 @@ struct PriceOptions {
   std::optional<double> maturity;
   std::optional<int64_t> scenarios;  // generated scenario columns
   std::optional<std::string> scenarios_file;
+  std::optional<std::string> scenario_set;  // an id from `pricer upload`
   std::optional<int64_t> column_begin;
   std::optional<int64_t> column_end;
   std::optional<int64_t> chunk_columns;

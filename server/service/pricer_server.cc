@@ -4,6 +4,7 @@
 #include <grpcpp/server_builder.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -21,8 +22,18 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
     const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
   std::unique_ptr<PricerServer> server(new PricerServer());
   server->engine_ = std::make_unique<Engine>(std::move(devices), options.engine);
-  server->service_ = std::make_unique<PricerService>(*server->engine_, options.max_request_bytes,
-                                                     options.engine.max_queued_jobs);
+  if (!options.scenario_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.scenario_dir, error);
+    if (error) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--scenario-dir ", options.scenario_dir, ": ", error.message()));
+    }
+  }
+  server->store_ =
+      std::make_unique<ScenarioStore>(options.scenario_store_bytes, options.scenario_dir);
+  server->service_ = std::make_unique<PricerService>(
+      *server->engine_, *server->store_, options.max_request_bytes, options.engine.max_queued_jobs);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);

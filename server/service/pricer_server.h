@@ -25,6 +25,10 @@ struct ServerOptions {
   // Memory budget per device (device_flags.h); the default is half of what
   // each device has free.
   DeviceMemory device_memory;
+  // Scenario sets held in memory (bytes; least recently used leave first),
+  // and the directory that keeps them across restarts (empty: none).
+  int64_t scenario_store_bytes = 2LL << 30;
+  std::string scenario_dir;
   // Largest accepted PriceRequest, bytes.
   int64_t max_request_bytes = 64LL << 20;
   EngineOptions engine;
@@ -41,6 +45,7 @@ class PricerServer {
 
   int port() const { return port_; }
   Engine& engine() { return *engine_; }
+  ScenarioStore& store() { return *store_; }
   // Stops accepting calls, gives running ones `grace_seconds` to end, then
   // cancels them and stops the engine. Idempotent.
   void Shutdown(double grace_seconds = 5.0);
@@ -51,6 +56,7 @@ class PricerServer {
   PricerServer() = default;
 
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ScenarioStore> store_;
   std::unique_ptr<PricerService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

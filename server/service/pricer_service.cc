@@ -1,7 +1,9 @@
 #include "server/service/pricer_service.h"
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -56,7 +58,7 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection,
 // gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
 class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
  public:
-  PriceReactor(Engine& engine, const grpc::CallbackServerContext& context,
+  PriceReactor(Engine& engine, ScenarioStore& store, const grpc::CallbackServerContext& context,
                const v1::PriceRequest& request, int64_t max_request_bytes) {
     const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
     if (request_bytes > max_request_bytes) {
@@ -64,12 +66,11 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
           grpc::StatusCode::RESOURCE_EXHAUSTED,
           absl::StrCat("the request has ", request_bytes, " bytes, over this server's limit of ",
                        max_request_bytes,
-                       " bytes (--max-request-bytes); price a large inline matrix in column "
-                       "ranges, or send it through the scenario upload of a later API version "
-                       "(planned)")));
+                       " bytes (--max-request-bytes); upload a large scenario matrix with "
+                       "UploadScenarios (pricer upload) and name it in scenarios.scenario_set")));
       return;
     }
-    absl::StatusOr<JobSpec> spec = ToJobSpec(request);
+    absl::StatusOr<JobSpec> spec = ToJobSpec(request, store);
     if (!spec.ok()) {
       spdlog::info("refused a price request: {}", std::string(spec.status().message()));
       Finish(ToGrpcStatus(spec.status()));
@@ -199,11 +200,121 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   bool finished_ = false;
 };
 
+// One UploadScenarios call: reads the chunks into one matrix, checking each
+// against the shape of the first, then stores it on a thread of its own (the
+// SHA-256 and the disk write of a large set must not hold a gRPC thread).
+class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
+ public:
+  UploadReactor(ScenarioStore& store, v1::ScenarioSet* reply) : store_(store), reply_(reply) {
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Complete();
+      return;
+    }
+    if (absl::Status s = Take(); !s.ok()) {
+      spdlog::info("refused an upload: {}", std::string(s.message()));
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    StartRead(&chunk_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // Appends one chunk, or says why the upload is refused.
+  absl::Status Take() {
+    if (rows_ == 0) {
+      if (chunk_.rows() < 1 || chunk_.rows() > kMaxIssuers) {
+        return absl::InvalidArgumentError(absl::StrCat("the first chunk's rows is ", chunk_.rows(),
+                                                       ": must be in [1, ", kMaxIssuers, "]"));
+      }
+      if (chunk_.columns() < 1 || chunk_.columns() > kMaxScenarioColumns) {
+        return absl::InvalidArgumentError(absl::StrCat("the first chunk's columns is ",
+                                                       chunk_.columns(), ": must be in [1, ",
+                                                       kMaxScenarioColumns, "]"));
+      }
+      rows_ = chunk_.rows();
+      columns_ = chunk_.columns();
+      expected_ = rows_ * columns_ * static_cast<int64_t>(sizeof(float));
+      if (expected_ > store_.max_bytes()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the set has ", expected_, " bytes, over the server's --scenario-store-bytes of ",
+            store_.max_bytes()));
+      }
+      bytes_.reserve(static_cast<size_t>(expected_));
+    } else if ((chunk_.rows() != 0 && chunk_.rows() != rows_) ||
+               (chunk_.columns() != 0 && chunk_.columns() != columns_)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inconsistent upload: a chunk says ", chunk_.rows(), " x ", chunk_.columns(),
+                       " after the first said ", rows_, " x ", columns_));
+    }
+    if (static_cast<int64_t>(bytes_.size() + chunk_.values().size()) > expected_) {
+      return absl::InvalidArgumentError(absl::StrCat("inconsistent upload: more than the ",
+                                                     expected_, " bytes of a ", rows_, " x ",
+                                                     columns_, " float32 matrix"));
+    }
+    bytes_.append(chunk_.values());
+    return absl::OkStatus();
+  }
+
+  void Complete() {
+    if (rows_ == 0) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty upload: no chunk arrived"));
+      return;
+    }
+    if (static_cast<int64_t>(bytes_.size()) != expected_) {
+      Finish(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("truncated upload: ", bytes_.size(), " of the ", expected_, " bytes of a ",
+                       rows_, " x ", columns_, " float32 matrix arrived; nothing was stored")));
+      return;
+    }
+    // Finish is the thread's last touch of the reactor, which OnDone deletes.
+    std::thread([this] {
+      std::vector<float> values(static_cast<size_t>(rows_ * columns_));
+      std::memcpy(values.data(), bytes_.data(), bytes_.size());
+      std::string().swap(bytes_);
+      absl::Status status = CheckPositions("values", values, rows_);
+      if (status.ok()) {
+        absl::StatusOr<StoredSet> stored = store_.Put(rows_, columns_, std::move(values));
+        status = stored.status();
+        if (stored.ok()) {
+          reply_->set_id(stored->id);
+          reply_->set_rows(stored->rows);
+          reply_->set_columns(stored->columns);
+          reply_->set_bytes(stored->bytes);
+          reply_->set_existed(stored->existed);
+          spdlog::info("scenario set {}: {} x {}{}", stored->id, stored->rows, stored->columns,
+                       stored->existed ? " (already stored)" : "");
+        }
+      }
+      Finish(ToGrpcStatus(status));
+    }).detach();
+  }
+
+  ScenarioStore& store_;
+  v1::ScenarioSet* reply_;
+  v1::ScenarioChunk chunk_;
+  int64_t rows_ = 0;
+  int64_t columns_ = 0;
+  int64_t expected_ = 0;
+  std::string bytes_;
+};
+
 }  // namespace
+
+grpc::ServerReadReactor<v1::ScenarioChunk>* PricerService::UploadScenarios(
+    grpc::CallbackServerContext* /*context*/, v1::ScenarioSet* reply) {
+  return new UploadReactor(store_, reply);
+}
 
 grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(grpc::CallbackServerContext* context,
                                                                const v1::PriceRequest* request) {
-  return new PriceReactor(engine_, *context, *request, max_request_bytes_);
+  return new PriceReactor(engine_, store_, *context, *request, max_request_bytes_);
 }
 
 grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext* context,

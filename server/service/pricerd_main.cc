@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   std::string device_memory = "0.5";
   std::string max_pending = "1GiB";
   std::string max_pending_per_job = "256MiB";
+  std::string store_bytes = "2GiB";
 
   CLI::App app{"pricerd: Monte Carlo scenario pricing over gRPC"};
   app.add_option("--listen", options.listen, "host:port to serve on")
@@ -48,6 +49,13 @@ int main(int argc, char** argv) {
       ->envname("PRICER_MAX_SHARDS_IN_FLIGHT")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--scenario-store-bytes", store_bytes,
+                 "host memory for uploaded scenario sets (least recently used leave first)")
+      ->envname("PRICER_SCENARIO_STORE_BYTES")
+      ->capture_default_str();
+  app.add_option("--scenario-dir", options.scenario_dir,
+                 "directory that keeps uploaded scenario sets across restarts")
+      ->envname("PRICER_SCENARIO_DIR");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->envname("PRICER_LOG_LEVEL")
       ->capture_default_str();
@@ -58,7 +66,8 @@ int main(int argc, char** argv) {
        {std::tuple{"--max-request-bytes", &max_request, &options.max_request_bytes},
         std::tuple{"--max-pending-bytes", &max_pending, &options.engine.max_pending_bytes},
         std::tuple{"--max-pending-bytes-per-job", &max_pending_per_job,
-                   &options.engine.max_pending_bytes_per_job}}) {
+                   &options.engine.max_pending_bytes_per_job},
+        std::tuple{"--scenario-store-bytes", &store_bytes, &options.scenario_store_bytes}}) {
     absl::StatusOr<int64_t> bytes = pricer::ParseBytes(*text);
     if (!bytes.ok()) {
       spdlog::error("{}: {}", flag, std::string(bytes.status().message()));

@@ -153,8 +153,28 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
   return market;
 }
 
-absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64_t issuers) {
+absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64_t issuers,
+                                           ScenarioStore& store) {
   switch (scenarios.source_case()) {
+    case v1::Scenarios::kScenarioSet: {
+      absl::StatusOr<ScenarioMatrix> set = store.Get(scenarios.scenario_set());
+      if (!set.ok()) {
+        if (absl::IsNotFound(set.status())) {
+          return absl::NotFoundError(absl::StrCat("scenarios.scenario_set '",
+                                                  scenarios.scenario_set(),
+                                                  "' is not stored on this server: upload it "
+                                                  "with UploadScenarios"));
+        }
+        return set.status();
+      }
+      if (set->rows() != issuers) {
+        return Invalid("scenarios.scenario_set rows", set->rows(),
+                       absl::StrCat("must equal the issuer count ", issuers, " (set ",
+                                    scenarios.scenario_set(), " is ", set->rows(), " x ",
+                                    set->columns(), ")"));
+      }
+      return set;
+    }
     case v1::Scenarios::kMatrix: {
       const v1::Matrix& m = scenarios.matrix();
       if (m.rows() != issuers) {
@@ -174,14 +194,8 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
       auto values =
           std::make_shared<std::vector<float>>(static_cast<size_t>(m.rows() * m.columns()));
       std::memcpy(values->data(), m.values().data(), m.values().size());
-      for (size_t k = 0; k < values->size(); ++k) {
-        const double value = (*values)[k];
-        if (!(std::abs(value) <= kMaxPosition)) {  // also NaN
-          const int64_t row = static_cast<int64_t>(k) % m.rows();
-          const int64_t column = static_cast<int64_t>(k) / m.rows();
-          return Invalid(absl::StrCat("scenarios.matrix.values[", row, ", ", column, "]"), value,
-                         absl::StrCat("must be finite with |value| <= ", kMaxPosition));
-        }
+      if (absl::Status s = CheckPositions("scenarios.matrix.values", *values, m.rows()); !s.ok()) {
+        return s;
       }
       return ScenarioMatrix::Inline(m.rows(), m.columns(), std::move(values));
     }
@@ -215,7 +229,8 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
       break;
   }
   return absl::InvalidArgumentError(
-      "scenarios is not set: give scenarios.matrix or scenarios.generated");
+      "scenarios is not set: give scenarios.matrix, scenarios.generated or "
+      "scenarios.scenario_set");
 }
 
 absl::StatusOr<std::vector<double>> ToLevels(absl::string_view field,
@@ -257,7 +272,21 @@ absl::StatusOr<StatisticsSelection> ToStatistics(const v1::StatisticsSelection& 
 
 }  // namespace
 
-absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
+absl::Status CheckPositions(absl::string_view field, const std::vector<float>& values,
+                            int64_t rows) {
+  for (size_t k = 0; k < values.size(); ++k) {
+    const double value = values[k];
+    if (!(std::abs(value) <= kMaxPosition)) {  // also NaN
+      const int64_t row = static_cast<int64_t>(k) % rows;
+      const int64_t column = static_cast<int64_t>(k) / rows;
+      return Invalid(absl::StrCat(field, "[", row, ", ", column, "]"), value,
+                     absl::StrCat("must be finite with |value| <= ", kMaxPosition));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore& store) {
   JobSpec spec;
   absl::StatusOr<Market> market = ToMarket(request);
   if (!market.ok()) return market.status();
@@ -274,7 +303,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request) {
   spec.seed = request.seed();
   spec.antithetic = request.antithetic();
 
-  absl::StatusOr<ScenarioMatrix> scenarios = ToScenarios(request.scenarios(), issuers);
+  absl::StatusOr<ScenarioMatrix> scenarios = ToScenarios(request.scenarios(), issuers, store);
   if (!scenarios.ok()) return scenarios.status();
   spec.scenarios = *std::move(scenarios);
 

@@ -4,6 +4,7 @@
 #include "absl/status/statusor.h"
 #include "pricer/v1/pricer.pb.h"
 #include "server/engine/job_spec.h"
+#include "server/engine/scenario_store.h"
 
 namespace pricer {
 
@@ -23,7 +24,13 @@ inline constexpr double kMaxPosition = 1e8;
 inline constexpr double kMaxRateTimesMaturity = 10;
 inline constexpr double kMaxVolatilityTimesRootMaturity = 5;
 
+// INVALID_ARGUMENT naming the first entry of a column-major matrix of `rows`
+// rows (field[row, column]) that is not finite or over 1e8 in magnitude.
+absl::Status CheckPositions(absl::string_view field, const std::vector<float>& values,
+                            int64_t rows);
+
 // INVALID_ARGUMENT naming the first bad field and its value, else the spec.
-absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request);
+// `store` resolves `scenarios.scenario_set` (NOT_FOUND for an unknown id).
+absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore& store);
 
 }  // namespace pricer
