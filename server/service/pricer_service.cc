@@ -245,19 +245,21 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
             "the set has ", expected_, " bytes, over the server's --scenario-store-bytes of ",
             store_.max_bytes()));
       }
-      bytes_.reserve(static_cast<size_t>(expected_));
+      values_.resize(static_cast<size_t>(rows_ * columns_));
     } else if ((chunk_.rows() != 0 && chunk_.rows() != rows_) ||
                (chunk_.columns() != 0 && chunk_.columns() != columns_)) {
       return absl::InvalidArgumentError(
           absl::StrCat("inconsistent upload: a chunk says ", chunk_.rows(), " x ", chunk_.columns(),
                        " after the first said ", rows_, " x ", columns_));
     }
-    if (static_cast<int64_t>(bytes_.size() + chunk_.values().size()) > expected_) {
+    if (received_ + static_cast<int64_t>(chunk_.values().size()) > expected_) {
       return absl::InvalidArgumentError(absl::StrCat("inconsistent upload: more than the ",
                                                      expected_, " bytes of a ", rows_, " x ",
                                                      columns_, " float32 matrix"));
     }
-    bytes_.append(chunk_.values());
+    std::memcpy(reinterpret_cast<char*>(values_.data()) + received_, chunk_.values().data(),
+                chunk_.values().size());
+    received_ += static_cast<int64_t>(chunk_.values().size());
     return absl::OkStatus();
   }
 
@@ -266,21 +268,18 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty upload: no chunk arrived"));
       return;
     }
-    if (static_cast<int64_t>(bytes_.size()) != expected_) {
+    if (received_ != expected_) {
       Finish(grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("truncated upload: ", bytes_.size(), " of the ", expected_, " bytes of a ",
+          absl::StrCat("truncated upload: ", received_, " of the ", expected_, " bytes of a ",
                        rows_, " x ", columns_, " float32 matrix arrived; nothing was stored")));
       return;
     }
     // Finish is the thread's last touch of the reactor, which OnDone deletes.
     std::thread([this] {
-      std::vector<float> values(static_cast<size_t>(rows_ * columns_));
-      std::memcpy(values.data(), bytes_.data(), bytes_.size());
-      std::string().swap(bytes_);
-      absl::Status status = CheckPositions("values", values, rows_);
+      absl::Status status = CheckPositions("values", values_, rows_);
       if (status.ok()) {
-        absl::StatusOr<StoredSet> stored = store_.Put(rows_, columns_, std::move(values));
+        absl::StatusOr<StoredSet> stored = store_.Put(rows_, columns_, std::move(values_));
         status = stored.status();
         if (stored.ok()) {
           reply_->set_id(stored->id);
@@ -302,7 +301,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   int64_t rows_ = 0;
   int64_t columns_ = 0;
   int64_t expected_ = 0;
-  std::string bytes_;
+  std::vector<float> values_;  // the matrix as it arrives
+  int64_t received_ = 0;       // bytes of it so far
 };
 
 }  // namespace
