@@ -37,6 +37,7 @@ grpc::Status PricerClient::UploadScenarios(int64_t rows, int64_t columns,
       stub_->UploadScenarios(&context, set);
   const auto* bytes = reinterpret_cast<const char*>(values.data());
   const int64_t total = static_cast<int64_t>(values.size() * sizeof(float));
+  chunk_bytes = std::max<int64_t>(chunk_bytes, 1);
   int64_t sent = 0;
   do {
     v1::ScenarioChunk chunk;

@@ -4,7 +4,9 @@
 #include <openssl/evp.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/escaping.h"
@@ -62,10 +64,12 @@ std::string ScenarioStore::PathOf(const std::string& id) const {
 absl::Status ScenarioStore::WriteFile(const std::string& id, int64_t rows, int64_t columns,
                                       const std::vector<float>& values) const {
   // A temporary file, fsynced, then renamed over the final name, and the
-  // directory fsynced: a crash leaves the whole set or none of it.
+  // directory fsynced: a crash leaves the whole set or none of it. Its name
+  // is unique per write: two uploads of the same set at once never share one.
+  static std::atomic<uint64_t> writes{0};
   const std::string path = PathOf(id);
-  const std::string temporary = absl::StrCat(path, ".tmp.", ::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const std::string temporary = absl::StrCat(path, ".tmp.", ::getpid(), ".", writes++);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot create ", temporary, ": ", strerror(errno)));
   }
@@ -96,8 +100,14 @@ absl::StatusOr<ScenarioStore::Entry> ScenarioStore::ReadFile(const std::string& 
   in.read(magic, sizeof(magic));
   in.read(reinterpret_cast<char*>(&entry.rows), sizeof(entry.rows));
   in.read(reinterpret_cast<char*>(&entry.columns), sizeof(entry.columns));
-  if (!in || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || entry.rows < 1 ||
-      entry.columns < 1) {
+  // The shape must account for the file's size exactly before anything is
+  // allocated: a damaged shape must not ask for terabytes.
+  std::error_code error;
+  const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(PathOf(id), error));
+  const int64_t value_bytes = file_bytes - static_cast<int64_t>(in.tellg());
+  if (!in || error || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || entry.rows < 1 ||
+      entry.columns < 1 || entry.columns > value_bytes / 4 / entry.rows ||
+      entry.rows * entry.columns * 4 != value_bytes) {
     return absl::DataLossError(absl::StrCat("the file of scenario set ", id, " is damaged"));
   }
   auto values =
@@ -149,7 +159,9 @@ absl::StatusOr<StoredSet> ScenarioStore::Put(int64_t rows, int64_t columns,
     }
   }
   if (!directory_.empty()) {
-    if (::access(PathOf(stored.id).c_str(), F_OK) == 0) {
+    // A file already there counts only if it reads back whole; a damaged one
+    // is replaced by this upload.
+    if (::access(PathOf(stored.id).c_str(), F_OK) == 0 && ReadFile(stored.id).ok()) {
       stored.existed = true;
     } else if (absl::Status s = WriteFile(stored.id, rows, columns, values); !s.ok()) {
       return s;
