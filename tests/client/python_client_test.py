@@ -1,0 +1,134 @@
+"""The Python client (client/python/pricer_client) against a real pricerd on
+a loopback port; its NumPy results are checked against the CLI's files and
+against float64 products of what the server returned."""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli_numpy_test import Server  # noqa: E402  (the same real-server fixture)
+
+import grpc  # noqa: E402
+from pricer_client import Client, PricerError  # noqa: E402
+
+ARGS = None
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "client",
+                       "python", "examples", "price_seed.py")
+
+
+class PythonClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(ARGS.pricerd)
+        cls.client = Client(cls.server.target)
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.server.stop()
+        cls.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def pricer(self, *args):
+        proc = subprocess.run([ARGS.pricer, *args, "--target", self.server.target],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc
+
+    def test_statistics_match_the_cli(self):
+        items = ["mean", "stddev", "min", "max", "quantile:0.5", "var:0.99", "es:0.975"]
+        result = self.client.price(issuers=30, paths=3000, seed=5, rate=0.01, maturity=2.0,
+                                   scenarios=400, statistics=items)
+        self.pricer("price", "--issuers", "30", "--paths", "3000", "--seed", "5", "--rate",
+                    "0.01", "--maturity", "2", "--scenarios", "400", "--stats", ",".join(items),
+                    "--stats-out", self.path("cli.csv"))
+        cli = np.genfromtxt(self.path("cli.csv"), delimiter=",", names=True)
+        self.assertEqual(set(result.statistics),
+                         {"v0", "mean", "stddev", "min", "max", "quantile_0.5", "var_0.99",
+                          "es_0.975"})
+        for name, values in result.statistics.items():
+            self.assertEqual(values.shape, (400,))
+            # The CSV carries the shortest decimal that reads back the same double.
+            np.testing.assert_array_equal(values, cli[name.replace(".", "")], err_msg=name)
+
+    def test_full_result_into_an_array_and_a_memmap(self):
+        rng = np.random.default_rng(3)
+        spot = rng.uniform(5, 10, size=8)
+        vol = rng.uniform(0.1, 0.5, size=8)
+        a = rng.uniform(-1, 1, size=(8, 300))
+        result = self.client.price(spot=spot, volatility=vol, paths=1500, seed=9, scenarios=a,
+                                   statistics=None, full=True, terminal_prices=True)
+        self.assertEqual(result.full.shape, (1500, 300))
+        self.assertEqual(result.full.dtype, np.float32)
+        st = result.terminal_prices.astype(np.float64)
+        a32 = a.astype(np.float32).astype(np.float64)
+        scale = np.abs(st) @ np.abs(a32)
+        self.assertLess(np.max(np.abs(result.full - st @ a32) / scale), 1e-5)
+
+        preallocated = np.zeros((1500, 300), dtype=np.float32, order="F")
+        again = self.client.price(spot=spot, volatility=vol, paths=1500, seed=9, scenarios=a,
+                                  statistics=None, full=preallocated)
+        self.assertIs(again.full, preallocated)
+        np.testing.assert_array_equal(preallocated, result.full)
+
+        mapped = self.client.price(spot=spot, volatility=vol, paths=1500, seed=9, scenarios=a,
+                                   statistics=None, full=self.path("sc.npy"), column_begin=17,
+                                   column_end=211)
+        del mapped
+        loaded = np.load(self.path("sc.npy"))
+        self.assertEqual(loaded.shape, (1500, 194))
+        np.testing.assert_array_equal(loaded, result.full[:, 17:211])
+
+    def test_upload_gives_the_cli_id_and_prices_like_inline(self):
+        a = np.random.default_rng(4).uniform(0, 2, size=(12, 700))
+        set_id = self.client.upload(a, chunk_bytes=4096)
+        self.assertEqual(set_id, Client.scenario_set_id(a))
+        np.save(self.path("a.npy"), a)
+        self.assertEqual(self.pricer("upload", self.path("a.npy")).stdout.strip(), set_id)
+        by_id = self.client.price(issuers=12, paths=800, seed=2, scenario_set=set_id,
+                                  statistics=["mean", "var:0.99"], full=True)
+        inline = self.client.price(issuers=12, paths=800, seed=2, scenarios=a,
+                                   statistics=["mean", "var:0.99"], full=True)
+        np.testing.assert_array_equal(by_id.full, inline.full)
+        for name in ("v0", "mean", "var_0.99"):
+            np.testing.assert_array_equal(by_id.statistics[name], inline.statistics[name])
+
+    def test_devices_and_errors(self):
+        devices = self.client.devices()
+        self.assertEqual([d.name for d in devices.devices], ["cpu0"])
+        self.assertEqual(devices.devices[0].memory_budget_bytes, 1 << 30)
+        with self.assertRaises(PricerError) as refused:
+            self.client.price(issuers=3, paths=0, scenarios=5)
+        self.assertEqual(refused.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("paths is 0", refused.exception.message)
+        with self.assertRaises(PricerError) as unknown:
+            self.client.price(issuers=3, paths=10, scenario_set="f" * 64)
+        self.assertEqual(unknown.exception.code, grpc.StatusCode.NOT_FOUND)
+        with self.assertRaises(ValueError):
+            self.client.price(issuers=3, paths=10, scenarios=5, statistics=["median"])
+
+    def test_example_script_runs(self):
+        env = dict(os.environ)
+        proc = subprocess.run([sys.executable, EXAMPLE, "--target", self.server.target,
+                               "--scenarios", "500", "--paths", "1000"],
+                              capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertRegex(proc.stdout, r"average 99% VaR [0-9.]+")
+        self.assertRegex(proc.stdout, r"SC of column \d+: 1000 paths")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pricerd", required=True)
+    parser.add_argument("--pricer", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
