@@ -28,7 +28,7 @@ int Fail(const grpc::Status& status) {
 }
 
 int RunPrice(const std::string& target, const pricer::PriceOptions& options,
-             const pricer::ResultFiles& files) {
+             const pricer::ResultFiles& files, int split) {
   absl::StatusOr<pricer::v1::PriceRequest> request = pricer::BuildPriceRequest(options);
   if (!request.ok()) {
     std::cerr << "pricer: " << request.status().message() << "\n";
@@ -37,8 +37,7 @@ int RunPrice(const std::string& target, const pricer::PriceOptions& options,
   pricer::PricerClient client(target);
   pricer::PriceResults results(files, options.statistics);
   const bool progress = isatty(STDERR_FILENO);
-  const auto start = std::chrono::steady_clock::now();
-  grpc::Status status = client.Price(*request, [&](const pricer::v1::PriceReply& reply) {
+  const auto on_reply = [&](const pricer::v1::PriceReply& reply) {
     grpc::Status s = results.OnReply(reply);
     if (progress && reply.has_chunk()) {
       std::fprintf(stderr, "\r%lld / %lld columns",
@@ -46,7 +45,26 @@ int RunPrice(const std::string& target, const pricer::PriceOptions& options,
                    static_cast<long long>(results.columns()));
     }
     return s;
-  });
+  };
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status;
+  if (split > 1) {
+    const pricer::v1::Scenarios& scenarios = request->scenarios();
+    const int64_t columns = scenarios.has_matrix()      ? scenarios.matrix().columns()
+                            : scenarios.has_generated() ? scenarios.generated().columns()
+                                                        : 0;
+    const int64_t begin = request->column_begin();
+    const int64_t end = request->column_end() > 0 ? request->column_end() : columns;
+    if (end <= begin) {
+      std::cerr << "pricer: --split needs the column range: give --column-end with "
+                   "--scenario-set\n";
+      return 2;
+    }
+    results.ExpectColumns(begin, end);
+    status = client.PriceSplit(*request, begin, end, split, on_reply);
+  } else {
+    status = client.Price(*request, on_reply);
+  }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (progress) std::fprintf(stderr, "\n");
@@ -142,6 +160,12 @@ int main(int argc, char** argv) {
                     "CSV of the N x N correlation of the issuers' shocks, no header");
   price->add_flag("--antithetic", options.antithetic,
                   "antithetic paths: path 2k+1 takes the negated shocks of path 2k");
+  int split = 1;
+  price
+      ->add_option("--split", split,
+                   "cut the column range into K parts priced concurrently, round robin over "
+                   "the servers of --target (e.g. ipv4:127.0.0.1:50051,127.0.0.1:50052)")
+      ->check(CLI::Range(1, 1024));
   price->add_option("--stats-out", files.stats_csv, "write per-column statistics as CSV");
   price->add_option("--full-out", files.full_npy, "write SC (float32 P x M, Fortran order) .npy");
   price->add_option("--prices-out", files.prices_npy, "write ST (float32 P x N) .npy");
@@ -172,7 +196,7 @@ int main(int argc, char** argv) {
       }
       options.statistics = *std::move(items);
     }
-    return RunPrice(target, options, files);
+    return RunPrice(target, options, files, split);
   }
   if (upload->parsed()) return RunUpload(target, upload_file);
   return RunDevices(target, json);

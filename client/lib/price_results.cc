@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -30,7 +31,12 @@ grpc::Status Contradiction(const std::string& what) {
 
 }  // namespace
 
+void PriceResults::ExpectColumns(int64_t column_begin, int64_t column_end) {
+  expected_.emplace(column_begin, column_end);
+}
+
 grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
+  std::lock_guard lock(mu_);
   switch (reply.kind_case()) {
     case v1::PriceReply::kAccepted:
       return OnAccepted(reply.accepted());
@@ -38,9 +44,22 @@ grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
       return OnChunk(reply.chunk());
     case v1::PriceReply::kPrices:
       return OnPrices(reply.prices());
-    case v1::PriceReply::kFinished:
-      finished_ = reply.finished();
+    case v1::PriceReply::kFinished: {
+      // Parts add up: work and bytes sum, the wall time is the longest part's.
+      const v1::JobFinished& part = reply.finished();
+      if (!finished_.has_value()) {
+        finished_ = part;
+      } else {
+        finished_->set_elapsed_seconds(
+            std::max(finished_->elapsed_seconds(), part.elapsed_seconds()));
+        finished_->set_flops(finished_->flops() + part.flops());
+        finished_->set_bytes(finished_->bytes() + part.bytes());
+        finished_->set_gemm_seconds(finished_->gemm_seconds() + part.gemm_seconds());
+        finished_->set_statistics_seconds(finished_->statistics_seconds() +
+                                          part.statistics_seconds());
+      }
       return grpc::Status::OK;
+    }
     case v1::PriceReply::KIND_NOT_SET:
       break;
   }
@@ -48,7 +67,21 @@ grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
 }
 
 grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
+  if (started_) {
+    // Another part of a split request: the same model, inside the range.
+    if (accepted.paths() != accepted_.paths() || accepted.issuers() != accepted_.issuers() ||
+        accepted.column_begin() < accepted_.column_begin() ||
+        accepted.column_end() > accepted_.column_end()) {
+      return Contradiction("parts of one request with different shapes");
+    }
+    return grpc::Status::OK;
+  }
+  started_ = true;
   accepted_ = accepted;
+  if (expected_.has_value()) {
+    accepted_.set_column_begin(expected_->first);
+    accepted_.set_column_end(expected_->second);
+  }
   const int64_t n = columns();
   if (!files_.full_npy.empty()) {
     absl::StatusOr<NpyColumnWriter> writer =

@@ -6,8 +6,10 @@
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,8 +31,14 @@ class PriceResults {
   PriceResults(ResultFiles files, std::vector<StatisticItem> statistics)
       : files_(std::move(files)), items_(std::move(statistics)) {}
 
-  // Takes one reply; a non-OK status (a file that cannot be written, a reply
-  // that contradicts the plan) should cancel the call.
+  // For a request split into several calls (parts of one column range):
+  // the whole range, which the files and arrays then cover. Call before the
+  // first reply.
+  void ExpectColumns(int64_t column_begin, int64_t column_end);
+
+  // Takes one reply, from any of the calls (thread-safe); a non-OK status (a
+  // file that cannot be written, a reply that contradicts the plan) should
+  // cancel the call.
   grpc::Status OnReply(const v1::PriceReply& reply);
   // Closes the .npy files and writes the statistics CSV.
   absl::Status Finish();
@@ -54,7 +62,10 @@ class PriceResults {
   grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk);
 
   const ResultFiles files_;
-  v1::JobAccepted accepted_;
+  std::mutex mu_;
+  std::optional<std::pair<int64_t, int64_t>> expected_;  // the whole range of a split
+  bool started_ = false;
+  v1::JobAccepted accepted_;  // of the whole range
   std::optional<v1::JobFinished> finished_;
   std::optional<NpyColumnWriter> full_;
   std::optional<NpyColumnWriter> prices_;

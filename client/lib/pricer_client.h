@@ -14,7 +14,8 @@ namespace pricer {
 
 class PricerClient {
  public:
-  // `target` is a gRPC target such as "localhost:50051".
+  // `target` is a gRPC target such as "localhost:50051", or several servers:
+  // "ipv4:127.0.0.1:50051,127.0.0.1:50052" (calls go round robin).
   explicit PricerClient(const std::string& target);
 
   // Sends one request and hands each reply to `on_reply` as it arrives. A
@@ -22,6 +23,13 @@ class PricerClient {
   // otherwise the call's own status is.
   grpc::Status Price(const v1::PriceRequest& request,
                      const std::function<grpc::Status(const v1::PriceReply&)>& on_reply);
+  // The same request cut into `parts` contiguous column ranges of
+  // [column_begin, column_end), priced concurrently (over several servers
+  // when the target names several); `on_reply` must be thread-safe. Results
+  // do not depend on the split: every column is computed the same way.
+  grpc::Status PriceSplit(const v1::PriceRequest& request, int64_t column_begin, int64_t column_end,
+                          int parts,
+                          const std::function<grpc::Status(const v1::PriceReply&)>& on_reply);
   grpc::Status ListDevices(v1::ListDevicesReply* reply);
   // Uploads a rows x columns column-major float32 matrix in chunks of
   // `chunk_bytes`; `set` receives its id and shape.
@@ -29,6 +37,7 @@ class PricerClient {
                                v1::ScenarioSet* set, int64_t chunk_bytes = 1 << 20);
 
  private:
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pricer::Stub> stub_;
 };
 

@@ -126,6 +126,69 @@ class PythonClientTest(unittest.TestCase):
         self.assertRegex(proc.stdout, r"SC of column \d+: 1000 paths")
 
 
+class SplitAcrossServersTest(unittest.TestCase):
+    """Two real servers behind one round-robin target."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = [Server(ARGS.pricerd), Server(ARGS.pricerd)]
+        cls.target = "ipv4:" + ",".join(s.target for s in cls.servers)
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        for server in cls.servers:
+            server.stop()
+        cls.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def shards_done(self):
+        counts = []
+        for server in self.servers:
+            with Client(server.target) as client:
+                counts.append(sum(d.shards_done for d in client.devices().devices))
+        return counts
+
+    def run_pricer(self, target, *args):
+        proc = subprocess.run([ARGS.pricer, "price", "--target", target, *args],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_cli_split_equals_one_server_and_uses_both(self):
+        common = ["--issuers", "40", "--paths", "2000", "--scenarios", "3000", "--seed", "3",
+                  "--stats", "mean,var:0.99,es:0.99"]
+        self.run_pricer(self.servers[0].target, *common, "--stats-out", self.path("one.csv"),
+                        "--full-out", self.path("one.npy"), "--prices-out", self.path("st1.npy"))
+        before = self.shards_done()
+        self.run_pricer(self.target, *common, "--split", "4", "--stats-out",
+                        self.path("split.csv"), "--full-out", self.path("split.npy"),
+                        "--prices-out", self.path("st4.npy"))
+        after = self.shards_done()
+        for a, b in (("one.npy", "split.npy"), ("one.csv", "split.csv"), ("st1.npy", "st4.npy")):
+            with open(self.path(a), "rb") as f, open(self.path(b), "rb") as g:
+                self.assertEqual(f.read(), g.read(), f"{a} and {b} differ")
+        self.assertTrue(all(b > a for a, b in zip(before, after)),
+                        f"shards done before {before}, after {after}: a server did no part")
+
+    def test_python_split_equals_unsplit_and_uses_both(self):
+        with Client(self.servers[0].target) as one:
+            whole = one.price(issuers=20, paths=1500, seed=8, scenarios=2000,
+                              statistics=["mean", "quantile:0.5", "var:0.975"], full=True)
+        before = self.shards_done()
+        with Client(self.target) as both:
+            split = both.price(issuers=20, paths=1500, seed=8, scenarios=2000,
+                               statistics=["mean", "quantile:0.5", "var:0.975"], full=True,
+                               split=4)
+        after = self.shards_done()
+        np.testing.assert_array_equal(split.full, whole.full)
+        for name, values in whole.statistics.items():
+            np.testing.assert_array_equal(split.statistics[name], values, err_msg=name)
+        self.assertTrue(all(b > a for a, b in zip(before, after)),
+                        f"shards done before {before}, after {after}: a server did no part")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--pricerd", required=True)

@@ -1,5 +1,6 @@
 """A thin client over the generated gRPC stubs that speaks NumPy."""
 
+import concurrent.futures
 import dataclasses
 import hashlib
 from typing import Dict, Iterable, Optional, Sequence, Union
@@ -70,7 +71,11 @@ class Client:
     """A connection to one server, or to several behind one gRPC target."""
 
     def __init__(self, target: str = "localhost:50051"):
-        self._channel = grpc.insecure_channel(target)
+        # Calls go round robin over every address the target resolves to
+        # (e.g. "ipv4:127.0.0.1:50051,127.0.0.1:50052"), so the parts of a
+        # split request spread over the servers.
+        self._channel = grpc.insecure_channel(
+            target, options=[("grpc.lb_policy_name", "round_robin")])
         self._stub = pricer_pb2_grpc.PricerStub(self._channel)
 
     def close(self):
@@ -132,6 +137,7 @@ class Client:
               full: Union[bool, np.ndarray, str] = False,
               terminal_prices: bool = False,
               priority: int = 0,
+              split: int = 1,
               timeout: Optional[float] = None) -> PriceResult:
         """Prices one request.
 
@@ -179,10 +185,56 @@ class Client:
         request.output.full = full is not False
         request.output.terminal_prices = terminal_prices
 
+        if split > 1:
+            return self._price_split(request, named, full, split, timeout)
         try:
             return self._collect(self._stub.Price(request, timeout=timeout), named, full)
         except grpc.RpcError as error:
             raise PricerError(error.code(), error.details()) from None
+
+    def _price_split(self, request, named, full, split, timeout) -> PriceResult:
+        scenarios = request.scenarios
+        columns = (scenarios.matrix.columns if scenarios.HasField("matrix") else
+                   scenarios.generated.columns if scenarios.HasField("generated") else 0)
+        begin = request.column_begin
+        end = request.column_end or columns
+        if end <= begin:
+            raise ValueError("split needs the column range: give column_end with scenario_set")
+        split = min(split, end - begin)
+        bounds = [begin + (end - begin) * k // split for k in range(split + 1)]
+        shape = (request.paths, end - begin)
+        if isinstance(full, str):
+            whole = np.lib.format.open_memmap(full, mode="w+", dtype=np.float32, shape=shape,
+                                              fortran_order=True)
+        elif isinstance(full, np.ndarray) or full:
+            whole = full if isinstance(full, np.ndarray) else np.empty(shape, np.float32, "F")
+        else:
+            whole = None
+        # Round robin picks among connected servers: connect before the parts.
+        grpc.channel_ready_future(self._channel).result(timeout=10)
+        for _ in range(split):
+            self.devices()
+
+        def part(k):
+            one = pricer_pb2.PriceRequest()
+            one.CopyFrom(request)
+            one.column_begin, one.column_end = bounds[k], bounds[k + 1]
+            one.output.terminal_prices = request.output.terminal_prices and k == 0
+            view = False if whole is None else whole[:, bounds[k] - begin:bounds[k + 1] - begin]
+            try:
+                return self._collect(self._stub.Price(one, timeout=timeout), named, view)
+            except grpc.RpcError as error:
+                raise PricerError(error.code(), error.details()) from None
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=split) as pool:
+            parts = list(pool.map(part, range(split)))
+        statistics = {name: np.concatenate([p.statistics[name] for p in parts])
+                      for name in parts[0].statistics}
+        if isinstance(whole, np.memmap):
+            whole.flush()
+        return PriceResult(begin, end, parts[0].paths, parts[0].issuers, statistics, whole,
+                           parts[0].terminal_prices, max(p.elapsed_seconds for p in parts),
+                           sum(p.flops for p in parts))
 
     @staticmethod
     def _collect(replies, named, full) -> PriceResult:
