@@ -60,4 +60,10 @@ std::vector<float> AssembleTerminalPrices(const PriceCall& call, int64_t paths, 
 void ExpectResultIsProduct(const PriceCall& call, const v1::PriceRequest& request,
                            const std::vector<float>& a);
 
+// Expects columns [first, end) of `sc` (P x M, column-major, indexed by the
+// column of A) to equal ST * A in float64, within 1e-5 of sum |ST||A|.
+void ExpectProductColumns(const std::vector<float>& st, const std::vector<float>& sc,
+                          const std::vector<float>& a, int64_t paths, int64_t issuers,
+                          int64_t first, int64_t end);
+
 }  // namespace pricer::testing

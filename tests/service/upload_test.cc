@@ -158,22 +158,7 @@ TEST(Upload, LargeSetInOneMiBChunksIsStoredOnceAndPriced) {
   const std::vector<float> st = AssembleTerminalPrices(call, paths, rows);
   const std::vector<float> sc = AssembleResult(call, paths, columns, begin, columns);
   ASSERT_FALSE(::testing::Test::HasFailure());
-  int64_t mismatches = 0;
-  for (int64_t j = begin; j < columns; ++j) {
-    for (int64_t p = 0; p < paths; ++p) {
-      double exact = 0, magnitude = 0;
-      for (int64_t i = 0; i < rows; ++i) {
-        const double term = static_cast<double>(st[i * paths + p]) * a[j * rows + i];
-        exact += term;
-        magnitude += std::abs(term);
-      }
-      const double value = sc[j * paths + p];
-      if (!(std::abs(value - exact) <= 1e-5 * magnitude) && mismatches++ < 5) {
-        ADD_FAILURE() << "SC[" << p << ", " << j << "] = " << value << ", float64 " << exact;
-      }
-    }
-  }
-  EXPECT_EQ(mismatches, 0);
+  ExpectProductColumns(st, sc, a, paths, rows, begin, columns);
 }
 
 TEST(Upload, SetPricesBitwiseLikeTheSameMatrixInline) {
