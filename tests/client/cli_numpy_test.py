@@ -502,9 +502,14 @@ class PricerdFlagsTest(unittest.TestCase):
         self.assertIn("'12XB'", out)
 
 
-if __name__ == "__main__":
+def parse_binaries():
+    """The --pricerd and --pricer paths ctest passes, and the rest for unittest."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--pricerd", required=True)
     parser.add_argument("--pricer", required=True)
-    ARGS, rest = parser.parse_known_args()
+    return parser.parse_known_args()
+
+
+if __name__ == "__main__":
+    ARGS, rest = parse_binaries()
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -2,7 +2,6 @@
 a loopback port; its NumPy results are checked against the CLI's files and
 against float64 products of what the server returned."""
 
-import argparse
 import os
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_numpy_test import Server  # noqa: E402  (the same real-server fixture)
+from cli_numpy_test import Server, parse_binaries  # noqa: E402  (the same fixture)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402
@@ -190,8 +189,5 @@ class SplitAcrossServersTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pricerd", required=True)
-    parser.add_argument("--pricer", required=True)
-    ARGS, rest = parser.parse_known_args()
+    ARGS, rest = parse_binaries()
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -31,11 +31,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Every call ends within this, so a scheduling bug fails a test instead of
 // hanging it.
@@ -265,6 +260,23 @@ ServedRun RunOn(PricerServer& server, const v1::PriceRequest& request) {
   return run;
 }
 
+// Prices `request` on a fresh server whose cpu devices have these budgets
+// and threads ("cpu0", "cpu1", ...).
+ServedRun RunOnCpuDevices(const v1::PriceRequest& request,
+                          const std::vector<std::pair<int64_t, int>>& budgets_and_threads) {
+  std::vector<std::unique_ptr<Device>> devices;
+  for (size_t d = 0; d < budgets_and_threads.size(); ++d) {
+    const auto [budget, threads] = budgets_and_threads[d];
+    devices.push_back(std::make_unique<CpuDevice>("cpu" + std::to_string(d), budget, threads));
+  }
+  std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
+  if (server == nullptr) {
+    ADD_FAILURE() << "the server did not start";
+    return {};
+  }
+  return RunOn(*server, request);
+}
+
 // True when two of the intervals (sorted by start) overlap in time.
 bool AnyOverlap(const std::vector<ShardInterval>& intervals) {
   for (size_t k = 1; k < intervals.size(); ++k) {
@@ -387,12 +399,7 @@ TEST(MultiDevice, ShardsInFlightOverlapWithinTheBudgetWithTheSameResult) {
   // device runs at most one shard per thread, so these devices get 2 threads.
   {
     const int64_t budget = BudgetFor(2.5);
-    std::vector<std::unique_ptr<Device>> devices;
-    devices.push_back(std::make_unique<CpuDevice>("cpu0", budget, 2));
-    devices.push_back(std::make_unique<CpuDevice>("cpu1", budget, 2));
-    std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
-    ASSERT_NE(server, nullptr);
-    const ServedRun run = RunOn(*server, problem.request);
+    const ServedRun run = RunOnCpuDevices(problem.request, {{budget, 2}, {budget, 2}});
     ASSERT_TRUE(run.call.status.ok()) << run.call.status.error_message();
     const v1::Plan& plan = Accepted(run.call.replies).plan();
     EXPECT_EQ(plan.shard_columns(), 256);
@@ -413,12 +420,7 @@ TEST(MultiDevice, ShardsInFlightOverlapWithinTheBudgetWithTheSameResult) {
   // device with room for 3.5 shards runs 3 at once.
   {
     const int64_t small = BudgetFor(1.5), large = BudgetFor(3.5);
-    std::vector<std::unique_ptr<Device>> devices;
-    devices.push_back(std::make_unique<CpuDevice>("cpu0", small, 1));
-    devices.push_back(std::make_unique<CpuDevice>("cpu1", large, 3));
-    std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
-    ASSERT_NE(server, nullptr);
-    const ServedRun run = RunOn(*server, problem.request);
+    const ServedRun run = RunOnCpuDevices(problem.request, {{small, 1}, {large, 3}});
     ASSERT_TRUE(run.call.status.ok()) << run.call.status.error_message();
     const v1::Plan& plan = Accepted(run.call.replies).plan();
     EXPECT_EQ(plan.shard_columns(), 256);
@@ -436,11 +438,7 @@ TEST(MultiDevice, ShardsInFlightOverlapWithinTheBudgetWithTheSameResult) {
   // The budget holds 3.5 shards but the device has one thread: one at a time.
   {
     const int64_t large = BudgetFor(3.5);
-    std::vector<std::unique_ptr<Device>> devices;
-    devices.push_back(std::make_unique<CpuDevice>("cpu0", large, 1));
-    std::unique_ptr<PricerServer> server = StartWithDevices(std::move(devices));
-    ASSERT_NE(server, nullptr);
-    const ServedRun run = RunOn(*server, problem.request);
+    const ServedRun run = RunOnCpuDevices(problem.request, {{large, 1}});
     ASSERT_TRUE(run.call.status.ok()) << run.call.status.error_message();
     EXPECT_EQ(Accepted(run.call.replies).plan().device_plans(0).shards_in_flight(), 1);
     EXPECT_FALSE(AnyOverlap(run.intervals[0]));

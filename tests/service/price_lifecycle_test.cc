@@ -16,11 +16,6 @@ namespace {
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Full output of 200,000 generated columns: about 4 GB of SC in dozens of
 // shards, far more than any test lets finish.

@@ -4,6 +4,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,6 +14,13 @@
 #include "server/service/pricer_server.h"
 
 namespace pricer::testing {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds since `start`, for the tests' time limits.
+inline double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 inline constexpr int64_t kTestBudgetBytes = 1LL << 30;
 
