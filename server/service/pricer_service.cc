@@ -4,54 +4,15 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "server/service/reply_encoding.h"
 #include "server/service/request_validation.h"
 #include "server/service/status_mapping.h"
 #include "spdlog/spdlog.h"
 
 namespace pricer {
 namespace {
-
-void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection,
-             v1::PriceReply* reply) {
-  reply->Clear();
-  const auto* bytes = reinterpret_cast<const char*>(chunk.values.data());
-  const size_t size = chunk.values.size() * sizeof(float);
-  if (chunk.kind == ResultChunk::Kind::kTerminalPrices) {
-    v1::TerminalPricesChunk* prices = reply->mutable_prices();
-    prices->set_issuer_begin(chunk.begin);
-    prices->set_issuer_end(chunk.end);
-    prices->set_rows(chunk.rows);
-    prices->set_values(bytes, size);
-    return;
-  }
-  v1::ResultChunk* out = reply->mutable_chunk();
-  out->set_column_begin(chunk.begin);
-  out->set_column_end(chunk.end);
-  out->set_rows(chunk.rows);
-  if (size > 0) out->set_values(bytes, size);
-  const ColumnStatistics& s = chunk.statistics;
-  if (s.columns() > 0) {
-    v1::ColumnStatistics* stats = out->mutable_statistics();
-    stats->mutable_v0()->Assign(s.v0.begin(), s.v0.end());
-    stats->mutable_mean()->Assign(s.mean.begin(), s.mean.end());
-    stats->mutable_stddev()->Assign(s.stddev.begin(), s.stddev.end());
-    stats->mutable_min()->Assign(s.min.begin(), s.min.end());
-    stats->mutable_max()->Assign(s.max.begin(), s.max.end());
-    for (auto [levels, values, to] :
-         {std::tuple{&selection.quantiles, &s.quantiles, stats->mutable_quantiles()},
-          std::tuple{&selection.var, &s.var, stats->mutable_var()},
-          std::tuple{&selection.es, &s.es, stats->mutable_es()}}) {
-      for (size_t l = 0; l < levels->size(); ++l) {
-        v1::LevelValues* level = to->Add();
-        level->set_level((*levels)[l]);
-        level->mutable_values()->Assign((*values)[l].begin(), (*values)[l].end());
-      }
-    }
-  }
-}
 
 // One Price call: writes `accepted`, then each chunk as the engine queues it,
 // then `finished`. The engine's threads wake it through the stream listener;
