@@ -54,14 +54,7 @@ class CpuDeviceJob : public DeviceJob {
         !s.ok()) {
       return s;
     }
-    std::vector<float> spot(issuers), drift(issuers), diffusion(issuers);
-    const double t = spec_.market.maturity;
-    for (int64_t i = 0; i < issuers; ++i) {
-      const double sigma = spec_.market.volatility[i];
-      spot[i] = static_cast<float>(spec_.market.spot[i]);
-      drift[i] = static_cast<float>((spec_.market.rate - 0.5 * sigma * sigma) * t);
-      diffusion[i] = static_cast<float>(sigma * std::sqrt(t));
-    }
+    const GbmConstants gbm = GbmConstantsOf(spec_.market);
     float* st = terminal_prices_.data();
     // Shocks of paths [first, first + rows) into a column-major block.
     auto shocks = [&](int64_t first, int64_t rows, float* out, int64_t ld) {
@@ -105,7 +98,8 @@ class CpuDeviceJob : public DeviceJob {
 #pragma omp parallel for schedule(static) num_threads(team)
       for (int64_t i = 0; i < issuers; ++i) {
         for (int64_t p = 0; p < paths; ++p) {
-          st[i * paths + p] = TerminalPrice(spot[i], drift[i], diffusion[i], st[i * paths + p]);
+          st[i * paths + p] =
+              TerminalPrice(gbm.spot[i], gbm.drift[i], gbm.diffusion[i], st[i * paths + p]);
         }
       }
     });

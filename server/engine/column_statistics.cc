@@ -142,13 +142,21 @@ void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first,
   }
 }
 
+QuantileRank QuantileRankOf(double level, int64_t rows) {
+  const double h = static_cast<double>(rows - 1) * level;
+  QuantileRank rank;
+  rank.low = std::min(rows - 1, static_cast<int64_t>(std::floor(h)));
+  rank.fraction = rank.low == rows - 1 ? 0.0 : h - static_cast<double>(rank.low);
+  return rank;
+}
+
 ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows, double discount)
     : selection_(selection), rows_(rows), discount_(discount) {
-  for (double q : selection_.quantiles) quantile_ranks_.push_back(RankOf(q));
-  for (double a : selection_.var) var_ranks_.push_back(RankOf(1.0 - a));
-  for (double a : selection_.es) es_ranks_.push_back(RankOf(1.0 - a));
+  for (double q : selection_.quantiles) quantile_ranks_.push_back(QuantileRankOf(q, rows_));
+  for (double a : selection_.var) var_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
+  for (double a : selection_.es) es_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
   for (const auto* ranks : {&quantile_ranks_, &var_ranks_, &es_ranks_}) {
-    for (const Rank& r : *ranks) {
+    for (const QuantileRank& r : *ranks) {
       needed_.push_back(r.low);
       if (r.fraction > 0) needed_.push_back(r.low + 1);
     }
@@ -161,14 +169,6 @@ ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows,
   tail_only_ = order_ && rows_ >= 8 * kSample && (needed_.back() + 1) * 8 <= rows_;
   sorted_.reserve(static_cast<size_t>(rows_));
   if (tail_only_) below_.resize(static_cast<size_t>(rows_));
-}
-
-ColumnReducer::Rank ColumnReducer::RankOf(double level) const {
-  const double h = static_cast<double>(rows_ - 1) * level;
-  Rank rank;
-  rank.low = std::min(rows_ - 1, static_cast<int64_t>(std::floor(h)));
-  rank.fraction = rank.low == rows_ - 1 ? 0.0 : h - static_cast<double>(rank.low);
-  return rank;
 }
 
 float ColumnReducer::TailThreshold(const float* values) {
@@ -208,11 +208,10 @@ void ColumnReducer::PlaceOrderStatistics(const float* values) {
   }
 }
 
-double ColumnReducer::Quantile(const Rank& rank) const {
+double ColumnReducer::Quantile(const QuantileRank& rank) const {
   const double low = sorted_[static_cast<size_t>(rank.low)];
   if (rank.fraction == 0) return low;
-  const double high = sorted_[static_cast<size_t>(rank.low + 1)];
-  return low + rank.fraction * (high - low);
+  return InterpolateQuantile(low, sorted_[static_cast<size_t>(rank.low + 1)], rank.fraction);
 }
 
 double ColumnReducer::TailMean(double q) const {
@@ -235,11 +234,8 @@ void ColumnReducer::Reduce(const float* values, double v0, int64_t k, ColumnStat
   if (selection_.mean || selection_.stddev || selection_.min || selection_.max) {
     const Moments m = ColumnMoments(values, rows_);
     const double n = static_cast<double>(rows_);
-    if (selection_.mean) out->mean[k] = m.shift + m.sum / n;
-    if (selection_.stddev) {
-      out->stddev[k] =
-          rows_ > 1 ? std::sqrt(std::max(0.0, (m.squares - m.sum * m.sum / n) / (n - 1))) : 0.0;
-    }
+    if (selection_.mean) out->mean[k] = ShiftedMean(m.shift, m.sum, n);
+    if (selection_.stddev) out->stddev[k] = ShiftedStddev(m.sum, m.squares, n);
     if (selection_.min) out->min[k] = m.min;
     if (selection_.max) out->max[k] = m.max;
   }

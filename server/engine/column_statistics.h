@@ -10,8 +10,11 @@
 // (PnL)), both positive for a loss.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "server/engine/host_device.h"
 
 namespace pricer {
 
@@ -52,6 +55,31 @@ struct ColumnStatistics {
   void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);
 };
 
+// Where the quantile of `level` lies among `rows` sorted values: x_(low)
+// interpolated towards x_(low + 1) by `fraction` (0 for the last value).
+struct QuantileRank {
+  int64_t low = 0;      // k = floor(h), h = (rows - 1) level
+  double fraction = 0;  // h - k
+};
+QuantileRank QuantileRankOf(double level, int64_t rows);
+
+// The formulas both backends apply to what they reduce, so a cpu and a cuda
+// column differ only by the rounding of their sums.
+// x_(k) + fraction (x_(k+1) - x_(k)).
+PRICER_HOST_DEVICE inline double InterpolateQuantile(double low, double high, double fraction) {
+  return fraction == 0 ? low : low + fraction * (high - low);
+}
+// Mean and sample standard deviation (divisor n - 1, 0 for one value) from
+// sums of (x - shift) and (x - shift)^2 over n values.
+PRICER_HOST_DEVICE inline double ShiftedMean(double shift, double sum, double n) {
+  return shift + sum / n;
+}
+PRICER_HOST_DEVICE inline double ShiftedStddev(double sum, double squares, double n) {
+  if (n <= 1) return 0.0;
+  const double variance = (squares - sum * sum / n) / (n - 1);
+  return variance > 0 ? sqrt(variance) : 0.0;
+}
+
 // Reduces columns of `rows` values one at a time. Holds the scratch of the
 // selection; use one per thread.
 class ColumnReducer {
@@ -64,12 +92,6 @@ class ColumnReducer {
   void Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out);
 
  private:
-  // The value quantile of level q in the sorted order statistics.
-  struct Rank {
-    int64_t low = 0;      // k = floor(h)
-    double fraction = 0;  // h - k
-  };
-  Rank RankOf(double level) const;
   // A value above every needed order statistic (with high probability),
   // from a sample of the column.
   float TailThreshold(const float* values);
@@ -77,14 +99,15 @@ class ColumnReducer {
   // partially ordered copy of the lower tail (values <= the threshold) or,
   // when that misses a rank or no tail is asked for, of all values.
   void PlaceOrderStatistics(const float* values);
-  double Quantile(const Rank& rank) const;
+  // The value quantile at `rank` in the placed order statistics.
+  double Quantile(const QuantileRank& rank) const;
   // Mean of the values <= q, over the selected copy.
   double TailMean(double q) const;
 
   const StatisticsSelection selection_;
   const int64_t rows_;
   const double discount_;
-  std::vector<Rank> quantile_ranks_, var_ranks_, es_ranks_;
+  std::vector<QuantileRank> quantile_ranks_, var_ranks_, es_ranks_;
   std::vector<int64_t> needed_;  // order statistics to place, ascending
   bool tail_only_ = false;       // every needed rank is in the lower tail
   bool order_ = false;           // any order statistic needed at all

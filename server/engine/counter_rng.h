@@ -11,11 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PRICER_HOST_DEVICE __host__ __device__
-#else
-#define PRICER_HOST_DEVICE
-#endif
+#include "server/engine/host_device.h"
 
 namespace pricer {
 

@@ -1,6 +1,7 @@
 #include "server/engine/job_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "server/engine/counter_rng.h"
@@ -17,6 +18,19 @@ std::vector<double> DrawUniforms(const MarketDraw& draw, RandomStream stream, do
 }
 
 }  // namespace
+
+GbmConstants GbmConstantsOf(const Market& market) {
+  const size_t n = static_cast<size_t>(market.issuers());
+  GbmConstants c{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
+  const double t = market.maturity;
+  for (size_t i = 0; i < n; ++i) {
+    const double sigma = market.volatility[i];
+    c.spot[i] = static_cast<float>(market.spot[i]);
+    c.drift[i] = static_cast<float>((market.rate - 0.5 * sigma * sigma) * t);
+    c.diffusion[i] = static_cast<float>(sigma * std::sqrt(t));
+  }
+  return c;
+}
 
 std::vector<double> DrawSpots(const MarketDraw& draw) {
   return DrawUniforms(draw, RandomStream::kSpot, draw.spot_min, draw.spot_max);

@@ -25,6 +25,13 @@ struct Market {
   bool correlated() const { return !correlation_factor.empty(); }
 };
 
+// The per-issuer float32 constants of TerminalPrice (gbm.h), computed in
+// float64: spot S0, drift (r - sigma^2 / 2) T and diffusion sigma sqrt(T).
+struct GbmConstants {
+  std::vector<float> spot, drift, diffusion;
+};
+GbmConstants GbmConstantsOf(const Market& market);
+
 // spot[i] ~ U(spot_min, spot_max), volatility[i] ~ U(volatility_min,
 // volatility_max) from the counter-based generator, as in the original example.
 struct MarketDraw {
@@ -52,6 +59,12 @@ class ScenarioMatrix {
   // Writes columns [first, first + count) as a column-major rows x count block.
   void CopyColumns(int64_t first, int64_t count, float* out) const;
 
+  // The rule of a generated matrix, for backends that draw it themselves
+  // (A[i, j] = UniformAt(seed, kScenarios, j, i, value_min, value_max)).
+  uint64_t seed() const { return seed_; }
+  float value_min() const { return value_min_; }
+  float value_max() const { return value_max_; }
+
  private:
   int64_t rows_ = 0;
   int64_t columns_ = 0;
@@ -68,6 +81,14 @@ struct OutputSelection {
   int64_t chunk_columns = 0;
 };
 
+// The arithmetic a backend may use for the shard GEMMs. The cpu backend always
+// computes in float32; the cuda backend uses the tensor cores when allowed.
+enum class GemmPrecision {
+  kFloat32,
+  kTensorFloat32,  // inputs rounded to 10-bit mantissas, float32 accumulation
+  kBFloat16,       // inputs rounded to 7-bit mantissas, float32 accumulation
+};
+
 struct JobSpec {
   Market market;
   int64_t paths = 0;
@@ -80,6 +101,7 @@ struct JobSpec {
   int64_t column_begin = 0;
   int64_t column_end = 0;
   OutputSelection output;
+  GemmPrecision precision = GemmPrecision::kFloat32;
   // Shard width override for tests and benchmarks; 0 lets the planner choose.
   int64_t shard_columns = 0;
   // Jobs with a higher priority get the devices first; equal priorities

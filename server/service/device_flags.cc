@@ -8,8 +8,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "server/cpu/cpu_device.h"
 #include "spdlog/spdlog.h"
+#if defined(PRICER_HAVE_CUDA)
+#include "server/cuda/cuda_device.h"
+#endif
 
 namespace pricer {
 
@@ -63,16 +67,13 @@ absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text) {
   return DeviceMemory{0, fraction};
 }
 
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
-                                                                 const DeviceMemory& memory) {
-  int64_t count = 0;
-  if (devices == "auto" || devices == "cpu") {
-    count = 1;
-  } else if (!absl::StartsWith(devices, "cpu:") || !absl::SimpleAtoi(devices.substr(4), &count) ||
-             count < 1 || count > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--devices '", devices, "' is not one of: auto, cpu, cpu:K (K from 1 to 64)"));
-  }
+namespace {
+
+constexpr absl::string_view kDeviceForms =
+    "auto, cpu, cpu:K (K from 1 to 64), cuda or cuda:I,J,... (GPU ordinals)";
+
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeCpuDevices(int64_t count,
+                                                                    const DeviceMemory& memory) {
   const int64_t share = HostAvailableBytes() / count;
   int64_t budget = memory.bytes > 0 ? memory.bytes : static_cast<int64_t>(memory.fraction * share);
   if (budget > share) {
@@ -87,6 +88,75 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_vi
     out.push_back(std::make_unique<CpuDevice>(absl::StrCat("cpu", k), budget, threads));
   }
   return out;
+}
+
+// The GPUs of "cuda" (all) or "cuda:0,2" (those ordinals).
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeGpuDevices(absl::string_view devices,
+                                                                    const DeviceMemory& memory) {
+#if defined(PRICER_HAVE_CUDA)
+  absl::StatusOr<int> visible = CudaDeviceCount();
+  if (!visible.ok()) {
+    return absl::Status(visible.status().code(),
+                        absl::StrCat("--devices '", devices, "': ", visible.status().message()));
+  }
+  std::vector<int> ordinals;
+  if (devices == "cuda") {
+    for (int k = 0; k < *visible; ++k) ordinals.push_back(k);
+  } else {
+    for (absl::string_view item : absl::StrSplit(devices.substr(5), ',')) {
+      int ordinal = -1;
+      if (!absl::SimpleAtoi(item, &ordinal) || ordinal < 0 || ordinal >= *visible) {
+        return absl::InvalidArgumentError(absl::StrCat("--devices '", devices, "': '", item,
+                                                       "' is not a GPU ordinal in [0, ", *visible,
+                                                       ") (", *visible, " visible)"));
+      }
+      if (std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--devices '", devices, "': GPU ", ordinal, " is named twice"));
+      }
+      ordinals.push_back(ordinal);
+    }
+  }
+  std::vector<std::unique_ptr<Device>> out;
+  for (int ordinal : ordinals) {
+    absl::StatusOr<std::unique_ptr<CudaDevice>> device =
+        MakeCudaDevice(ordinal, memory.bytes, memory.fraction);
+    if (!device.ok()) return device.status();
+    out.push_back(*std::move(device));
+  }
+  return out;
+#else
+  (void)memory;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--devices '", devices,
+                   "': this build has no CUDA backend (configure with -DPRICER_CUDA=ON)"));
+#endif
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
+                                                                 const DeviceMemory& memory) {
+  if (devices == "cpu") return MakeCpuDevices(1, memory);
+  if (devices == "cuda" || absl::StartsWith(devices, "cuda:")) {
+    return MakeGpuDevices(devices, memory);
+  }
+  if (devices == "auto") {
+#if defined(PRICER_HAVE_CUDA)
+    absl::StatusOr<std::vector<std::unique_ptr<Device>>> gpus = MakeGpuDevices("cuda", memory);
+    if (gpus.ok()) return gpus;
+    spdlog::info("--devices auto: no usable GPU ({}); pricing on the cpu",
+                 std::string(gpus.status().message()));
+#endif
+    return MakeCpuDevices(1, memory);
+  }
+  int64_t count = 0;
+  if (!absl::StartsWith(devices, "cpu:") || !absl::SimpleAtoi(devices.substr(4), &count) ||
+      count < 1 || count > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--devices '", devices, "' is not one of: ", kDeviceForms));
+  }
+  return MakeCpuDevices(count, memory);
 }
 
 }  // namespace pricer

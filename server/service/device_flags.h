@@ -26,14 +26,18 @@ struct DeviceMemory {
 absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text);
 
 // The devices named by `devices`:
-//   cpu     one cpu device with all the cores
-//   cpu:K   K logical cpu devices (1 <= K <= 64), each with its own budget,
-//           worker threads and cores / K threads for its GEMMs
-//   auto    the GPUs when there are any, else cpu (today: cpu; the CUDA backend
-//           is planned)
+//   cpu       one cpu device with all the cores
+//   cpu:K     K logical cpu devices (1 <= K <= 64), each with its own budget,
+//             worker threads and cores / K threads for its GEMMs
+//   cuda      a cuda device per visible GPU (builds with the CUDA backend)
+//   cuda:I,J  the GPUs with those ordinals
+//   auto      the GPUs when the build has the CUDA backend and a GPU is
+//             usable, else cpu (a host without a GPU or driver says why in
+//             the log)
 // The cpu devices share the host memory: a fraction gives each device that
 // fraction of MemAvailable / K; an absolute budget is capped at
-// MemAvailable / K, so the budgets never exceed what the host has.
+// MemAvailable / K, so the budgets never exceed what the host has. A GPU's
+// budget is capped by its free memory at start (MakeCudaDevice).
 absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
                                                                  const DeviceMemory& memory);
 

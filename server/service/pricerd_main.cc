@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "host:port to serve on")
       ->envname("PRICER_LISTEN")
       ->capture_default_str();
-  app.add_option("--devices", options.devices, "devices to price on: auto, cpu or cpu:K")
+  app.add_option("--devices", options.devices, "devices to price on: auto, cpu, cpu:K, cuda or cuda:I,J")
       ->envname("PRICER_DEVICES")
       ->capture_default_str();
   app.add_option("--device-memory", device_memory,

@@ -302,6 +302,20 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
   spec.paths = request.paths();
   spec.seed = request.seed();
   spec.antithetic = request.antithetic();
+  switch (request.precision()) {
+    case v1::PRECISION_FP32:
+      spec.precision = GemmPrecision::kFloat32;
+      break;
+    case v1::PRECISION_TF32:
+      spec.precision = GemmPrecision::kTensorFloat32;
+      break;
+    case v1::PRECISION_BF16:
+      spec.precision = GemmPrecision::kBFloat16;
+      break;
+    default:
+      return Invalid("precision", static_cast<int>(request.precision()),
+                     "must be PRECISION_FP32 (0), PRECISION_TF32 (1) or PRECISION_BF16 (2)");
+  }
 
   absl::StatusOr<ScenarioMatrix> scenarios = ToScenarios(request.scenarios(), issuers, store);
   if (!scenarios.ok()) return scenarios.status();

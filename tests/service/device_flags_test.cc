@@ -15,6 +15,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/cpu/cpu_device.h"
+#if defined(PRICER_HAVE_CUDA)
+#include "server/cuda/cuda_device.h"
+#endif
 
 namespace pricer {
 namespace {
@@ -123,7 +126,16 @@ TEST(MakeDevicesTest, CpuIsOneDeviceWithAllCores) {
   EXPECT_EQ(cpu->threads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
+bool HasUsableGpu() {
+#if defined(PRICER_HAVE_CUDA)
+  return CudaDeviceCount().ok();
+#else
+  return false;
+#endif
+}
+
 TEST(MakeDevicesTest, AutoWithoutGpusIsCpu) {
+  if (HasUsableGpu()) GTEST_SKIP() << "this host has a GPU: auto means cuda here";
   const int64_t available = MemAvailable();
   std::vector<std::unique_ptr<Device>> devices = Devices("auto", DeviceMemory{});
   ASSERT_EQ(devices.size(), 1u);
@@ -185,6 +197,34 @@ TEST(MakeDevicesTest, SixtyFourIsTheMostDevices) {
   EXPECT_EQ(devices.back()->name(), "cpu63");
 }
 
+TEST(MakeDevicesTest, CudaWithoutAUsableGpuSaysWhy) {
+  if (HasUsableGpu()) GTEST_SKIP() << "this host has a GPU";
+  for (const char* text : {"cuda", "cuda:0"}) {
+    absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+        MakeDevices(text, DeviceMemory{kMiB, 0});
+    ASSERT_FALSE(devices.ok()) << text;
+    EXPECT_THAT(devices.status().message(), HasSubstr(absl::StrCat("--devices '", text, "'")));
+#if defined(PRICER_HAVE_CUDA)
+    // The CUDA runtime's own reason: no driver, or no device.
+    EXPECT_EQ(devices.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(devices.status().message(), HasSubstr("cudaGetDeviceCount failed"));
+#else
+    EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(devices.status().message(), HasSubstr("no CUDA backend"));
+#endif
+  }
+}
+
+TEST(MakeDevicesTest, CudaOrdinalsMustBeVisibleAndDistinct) {
+  if (!HasUsableGpu()) GTEST_SKIP() << "needs a GPU";
+  for (const char* text : {"cuda:99", "cuda:0,0", "cuda:x", "cuda:"}) {
+    absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+        MakeDevices(text, DeviceMemory{kMiB, 0});
+    ASSERT_FALSE(devices.ok()) << text;
+    EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
 TEST(MakeDevicesTest, RefusesOtherFormsNamingTheTextAndTheAcceptedOnes) {
   for (const char* text : {"cpu:0", "cpu:65", "gpu", "cpu:x", "cpu:", "CPU", ""}) {
     absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
@@ -192,7 +232,8 @@ TEST(MakeDevicesTest, RefusesOtherFormsNamingTheTextAndTheAcceptedOnes) {
     ASSERT_FALSE(devices.ok()) << "'" << text << "' made " << devices->size() << " devices";
     EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(devices.status().message(), HasSubstr(absl::StrCat("'", text, "'")));
-    EXPECT_THAT(devices.status().message(), HasSubstr("auto, cpu, cpu:K (K from 1 to 64)"));
+    EXPECT_THAT(devices.status().message(),
+                HasSubstr("auto, cpu, cpu:K (K from 1 to 64), cuda or cuda:I,J,..."));
   }
 }
 

@@ -237,6 +237,8 @@ std::vector<BadRequestCase> BadRequestCases() {
        "priority is 101: must be in [-100, 100]"},
       {"PriorityTooLow", [](auto& r) { r.set_priority(-101); },
        "priority is -101: must be in [-100, 100]"},
+      {"UnknownPrecision", [](auto& r) { r.set_precision(static_cast<v1::Precision>(7)); },
+       "precision is 7: must be PRECISION_FP32 (0), PRECISION_TF32 (1) or PRECISION_BF16 (2)"},
   };
 }
 
@@ -285,6 +287,8 @@ TEST(BadRequests, EdgesOfTheRangesAreAccepted) {
   for (int l = 1; l < 16; ++l) Statistics(request).add_var(0.5 + 0.01 * l);  // 16 in all
   // Within the 1e-9 tolerance of symmetry and of the unit diagonal.
   UseCorrelation(request, {{0, 1, 0.3}, {1, 0, 0.3 + 5e-10}, {3, 3, 1 + 5e-10}});
+  // A cpu server accepts the lower GEMM precisions and computes in float32.
+  request.set_precision(v1::PRECISION_BF16);
   for (int priority : {100, -100}) {
     request.set_priority(priority);
     const PriceCall call = RunPrice(*stub, request);

@@ -1,0 +1,47 @@
+#include "server/cuda/cuda_status.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace pricer {
+namespace {
+
+absl::string_view FunctionName(absl::string_view call) { return call.substr(0, call.find('(')); }
+
+}  // namespace
+
+absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_view device) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  const std::string message =
+      absl::StrCat(device, ": ", FunctionName(call), " failed: ", cudaGetErrorString(error), " (",
+                   cudaGetErrorName(error), ")");
+  switch (error) {
+    case cudaErrorMemoryAllocation:
+      return absl::ResourceExhaustedError(message);
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorSystemDriverMismatch:
+    case cudaErrorCompatNotSupportedOnDevice:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status CublasStatus(cublasStatus_t status, absl::string_view call, absl::string_view device) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  const std::string message =
+      absl::StrCat(device, ": ", FunctionName(call), " failed: ", cublasGetStatusString(status),
+                   " (", cublasGetStatusName(status), ")");
+  switch (status) {
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return absl::ResourceExhaustedError(message);
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+}  // namespace pricer
