@@ -5,14 +5,20 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/lib/npy.h"
 #include "client/lib/price_results.h"
 #include "client/lib/pricer_client.h"
+#include "client/lib/progress_journal.h"
 #include "client/lib/request_options.h"
 
 namespace {
@@ -27,50 +33,168 @@ int Fail(const grpc::Status& status) {
   return 1;
 }
 
+// The journal of one `pricer price` run (progress_journal.h), next to its
+// first output file; none without one. It starts once the first `accepted`
+// has created the files, takes each reply after its values are in them, and
+// goes when the run succeeds.
+class RunJournal {
+ public:
+  RunJournal(const pricer::v1::PriceRequest& request, const pricer::ResultFiles& files)
+      : fingerprint_(pricer::ProgressJournal::Fingerprint(
+            request, {files.full_npy, files.stats_csv, files.prices_npy})) {
+    for (const std::string* file : {&files.full_npy, &files.stats_csv, &files.prices_npy}) {
+      if (path_.empty() && !file->empty()) path_ = *file + ".progress";
+    }
+  }
+
+  const std::string& path() const { return path_; }
+  bool exists() const { return !path_.empty() && std::filesystem::exists(path_); }
+  // Whether a failed run leaves something to resume.
+  bool kept() const { return journal_.has_value(); }
+
+  // Reads the journal of an interrupted run back: the files reopen in place,
+  // the statistics and columns recorded go into `results` and `received`,
+  // and the run's whole column range into [*begin, *end).
+  absl::Status Resume(pricer::PriceResults& results, pricer::ReceivedResults& received,
+                      int64_t* begin, int64_t* end) {
+    if (path_.empty()) {
+      return absl::InvalidArgumentError(
+          "--resume needs the output files of the interrupted run (--full-out, --stats-out, "
+          "--prices-out)");
+    }
+    std::vector<pricer::v1::PriceReply> records;
+    absl::StatusOr<pricer::ProgressJournal> journal =
+        pricer::ProgressJournal::Resume(path_, fingerprint_, &records);
+    if (!journal.ok()) return journal.status();
+    // Killed before the first record: nothing to keep, the journal starts over.
+    if (records.empty() || !records.front().has_accepted()) return absl::OkStatus();
+    journal_.emplace(*std::move(journal));
+    started_ = true;
+    const pricer::v1::JobAccepted& accepted = records.front().accepted();
+    *begin = accepted.column_begin();
+    *end = accepted.column_end();
+    received.issuers = accepted.issuers();
+    results.ExpectColumns(*begin, *end);
+    results.ReopenFiles();
+    for (const pricer::v1::PriceReply& record : records) {
+      if (grpc::Status s = results.Restore(record); !s.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(path_, ": ", s.error_message()));
+      }
+      if (record.has_chunk()) {
+        received.columns.Add(record.chunk().column_begin(), record.chunk().column_end());
+      } else if (record.has_prices()) {
+        received.prices.Add(record.prices().issuer_begin(), record.prices().issuer_end());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Records `reply`, which `results` has taken. Not thread-safe.
+  absl::Status Record(const pricer::v1::PriceReply& reply, const pricer::PriceResults& results) {
+    if (path_.empty()) return absl::OkStatus();
+    if (!started_) {
+      // The first `accepted`: the journal starts with the whole range, which
+      // a resumed run reopens the files with.
+      absl::StatusOr<pricer::ProgressJournal> created =
+          pricer::ProgressJournal::Create(path_, fingerprint_);
+      if (!created.ok()) return created.status();
+      journal_.emplace(*std::move(created));
+      started_ = true;
+      pricer::v1::PriceReply whole;
+      *whole.mutable_accepted() = results.accepted();
+      if (absl::Status s = journal_->Append(whole); !s.ok()) return s;
+    }
+    if (!reply.has_chunk() && !reply.has_prices()) return absl::OkStatus();
+    return journal_->Append(reply);
+  }
+
+  absl::Status Remove() {
+    if (!journal_.has_value()) return absl::OkStatus();
+    absl::Status s = journal_->Remove();
+    journal_.reset();
+    return s;
+  }
+
+ private:
+  std::string path_;
+  const std::string fingerprint_;
+  std::optional<pricer::ProgressJournal> journal_;
+  bool started_ = false;  // the journal holds the `accepted` of the whole range
+};
+
 int RunPrice(const std::string& target, const pricer::PriceOptions& options,
-             const pricer::ResultFiles& files, int split) {
+             const pricer::ResultFiles& files, int split, bool resume) {
   absl::StatusOr<pricer::v1::PriceRequest> request = pricer::BuildPriceRequest(options);
   if (!request.ok()) {
     std::cerr << "pricer: " << request.status().message() << "\n";
     return 2;
   }
-  pricer::PricerClient client(target);
+  // The column range, when the request says it (a scenario set's column
+  // count is known only once the server accepts the request).
+  const pricer::v1::Scenarios& scenarios = request->scenarios();
+  int64_t begin = request->column_begin();
+  int64_t end = request->column_end() > 0   ? request->column_end()
+                : scenarios.has_matrix()    ? scenarios.matrix().columns()
+                : scenarios.has_generated() ? scenarios.generated().columns()
+                                            : 0;
   pricer::PriceResults results(files, options.statistics);
+  pricer::ReceivedResults received;
+  RunJournal journal(*request, files);
+  if (resume) {
+    if (absl::Status s = journal.Resume(results, received, &begin, &end); !s.ok()) {
+      std::cerr << "pricer: " << s.message() << "\n";
+      return 2;
+    }
+  } else if (journal.exists()) {
+    std::cerr << "pricer: " << journal.path()
+              << " records an interrupted run into these files: add --resume to continue it, "
+                 "or delete it to start over\n";
+    return 2;
+  }
+
+  pricer::PricerClient client(target);
   const bool progress = isatty(STDERR_FILENO);
+  std::mutex mu;  // one reply at a time: into the files, then into the journal
   const auto on_reply = [&](const pricer::v1::PriceReply& reply) {
-    grpc::Status s = results.OnReply(reply);
+    std::lock_guard lock(mu);
+    if (grpc::Status s = results.OnReply(reply); !s.ok()) return s;
+    if (absl::Status s = journal.Record(reply, results); !s.ok()) {
+      return grpc::Status(grpc::StatusCode::ABORTED, std::string(s.message()));
+    }
     if (progress && reply.has_chunk()) {
       std::fprintf(stderr, "\r%lld / %lld columns",
                    static_cast<long long>(results.columns_received()),
                    static_cast<long long>(results.columns()));
     }
-    return s;
+    return grpc::Status::OK;
   };
   const auto start = std::chrono::steady_clock::now();
   grpc::Status status;
-  if (split > 1) {
-    const pricer::v1::Scenarios& scenarios = request->scenarios();
-    const int64_t columns = scenarios.has_matrix()      ? scenarios.matrix().columns()
-                            : scenarios.has_generated() ? scenarios.generated().columns()
-                                                        : 0;
-    const int64_t begin = request->column_begin();
-    const int64_t end = request->column_end() > 0 ? request->column_end() : columns;
-    if (end <= begin) {
-      std::cerr << "pricer: --split needs the column range: give --column-end with "
-                   "--scenario-set\n";
-      return 2;
-    }
+  if (end > begin) {
     results.ExpectColumns(begin, end);
-    status = client.PriceSplit(*request, begin, end, split, on_reply);
+    status = client.PriceSplit(*request, begin, end, split, on_reply, received);
+  } else if (split > 1) {
+    std::cerr << "pricer: --split needs the column range: give --column-end with "
+                 "--scenario-set\n";
+    return 2;
   } else {
     status = client.Price(*request, on_reply);
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (progress) std::fprintf(stderr, "\n");
-  if (!status.ok()) return Fail(status);
-  if (absl::Status s = results.Finish(); !s.ok()) {
-    std::cerr << "pricer: " << s.message() << "\n";
+  absl::Status finished = status.ok() ? results.Finish() : absl::OkStatus();
+  if (status.ok() && finished.ok()) finished = journal.Remove();
+  if (!status.ok() || !finished.ok()) {
+    if (!status.ok()) {
+      Fail(status);
+    } else {
+      std::cerr << "pricer: " << finished.message() << "\n";
+    }
+    if (journal.kept()) {
+      std::cerr << "pricer: what arrived is recorded in " << journal.path()
+                << "; run the same command with --resume to price only the rest\n";
+    }
     return 1;
   }
   std::cout << results.Summary(wall);
@@ -160,12 +284,20 @@ int main(int argc, char** argv) {
                     "CSV of the N x N correlation of the issuers' shocks, no header");
   price->add_flag("--antithetic", options.antithetic,
                   "antithetic paths: path 2k+1 takes the negated shocks of path 2k");
+  price->add_option("--precision", options.precision,
+                    "lowest GEMM precision allowed: fp32 (default), tf32 or bf16 (tensor cores "
+                    "on a GPU; the cpu backend computes in fp32)");
   int split = 1;
   price
       ->add_option("--split", split,
                    "cut the column range into K parts priced concurrently, round robin over "
                    "the servers of --target (e.g. ipv4:127.0.0.1:50051,127.0.0.1:50052)")
       ->check(CLI::Range(1, 1024));
+  bool resume = false;
+  price->add_flag("--resume", resume,
+                  "continue an interrupted run of the same command: its journal (the first "
+                  "output file + .progress) says which columns are in the files already, and "
+                  "only the others are priced");
   price->add_option("--stats-out", files.stats_csv, "write per-column statistics as CSV");
   price->add_option("--full-out", files.full_npy, "write SC (float32 P x M, Fortran order) .npy");
   price->add_option("--prices-out", files.prices_npy, "write ST (float32 P x N) .npy");
@@ -196,7 +328,7 @@ int main(int argc, char** argv) {
       }
       options.statistics = *std::move(items);
     }
-    return RunPrice(target, options, files, split);
+    return RunPrice(target, options, files, split, resume);
   }
   if (upload->parsed()) return RunUpload(target, upload_file);
   return RunDevices(target, json);

@@ -66,6 +66,25 @@ absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path,
   return writer;
 }
 
+absl::StatusOr<NpyColumnWriter> NpyColumnWriter::OpenExisting(const std::string& path, int64_t rows,
+                                                              int64_t columns) {
+  std::FILE* file = std::fopen(path.c_str(), "r+b");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  const std::string want = MakeHeader(rows, columns);
+  NpyColumnWriter writer(file, path, rows, columns, static_cast<int64_t>(want.size()));
+  std::string header(want.size(), '\0');
+  const bool read = std::fread(header.data(), 1, header.size(), file) == header.size();
+  const int64_t total = writer.data_offset_ + rows * columns * 4;
+  if (!read || header != want || fseeko(file, 0, SEEK_END) != 0 || ftello(file) != total) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not the ", rows, " x ", columns,
+                                                      " float32 .npy file of the interrupted run (",
+                                                      total, " bytes)"));
+  }
+  return writer;
+}
+
 NpyColumnWriter::NpyColumnWriter(NpyColumnWriter&& other) noexcept
     : file_(std::exchange(other.file_, nullptr)),
       path_(std::move(other.path_)),
@@ -84,7 +103,7 @@ absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count, const f
   }
   const size_t bytes = static_cast<size_t>(rows_ * count) * sizeof(float);
   if (fseeko(file_, data_offset_ + first * rows_ * 4, SEEK_SET) != 0 ||
-      std::fwrite(values, 1, bytes, file_) != bytes) {
+      std::fwrite(values, 1, bytes, file_) != bytes || std::fflush(file_) != 0) {
     return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();

@@ -18,11 +18,17 @@ class NpyColumnWriter {
  public:
   static absl::StatusOr<NpyColumnWriter> Create(const std::string& path, int64_t rows,
                                                 int64_t columns);
+  // Opens a file that Create made, in place (a resumed run keeps the columns
+  // already written); fails unless its header and size are those of a rows
+  // x columns file.
+  static absl::StatusOr<NpyColumnWriter> OpenExisting(const std::string& path, int64_t rows,
+                                                      int64_t columns);
   NpyColumnWriter(NpyColumnWriter&& other) noexcept;
   NpyColumnWriter& operator=(NpyColumnWriter&& other) = delete;
   ~NpyColumnWriter();
 
-  // Writes columns [first, first + count): rows * count float32, column-major.
+  // Writes columns [first, first + count): rows * count float32, column-major,
+  // and flushes them, so that a run killed afterwards finds them in the file.
   absl::Status WriteColumns(int64_t first, int64_t count, const float* values);
   // Flushes and closes; reports a failed write.
   absl::Status Close();

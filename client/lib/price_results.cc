@@ -41,7 +41,7 @@ grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
     case v1::PriceReply::kAccepted:
       return OnAccepted(reply.accepted());
     case v1::PriceReply::kChunk:
-      return OnChunk(reply.chunk());
+      return OnChunk(reply.chunk(), false);
     case v1::PriceReply::kPrices:
       return OnPrices(reply.prices());
     case v1::PriceReply::kFinished: {
@@ -66,6 +66,14 @@ grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
   return Contradiction("a reply of an unknown kind");
 }
 
+grpc::Status PriceResults::Restore(const v1::PriceReply& reply) {
+  std::lock_guard lock(mu_);
+  if (reply.has_accepted()) return OnAccepted(reply.accepted());
+  if (reply.has_chunk()) return OnChunk(reply.chunk(), true);
+  if (reply.has_prices()) return grpc::Status::OK;  // nothing but values
+  return Contradiction("a journal record of another kind");
+}
+
 grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
   if (started_) {
     // Another part of a split request: the same model, inside the range.
@@ -83,15 +91,15 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
     accepted_.set_column_end(expected_->second);
   }
   const int64_t n = columns();
+  const auto open = reopen_ ? NpyColumnWriter::OpenExisting : NpyColumnWriter::Create;
   if (!files_.full_npy.empty()) {
-    absl::StatusOr<NpyColumnWriter> writer =
-        NpyColumnWriter::Create(files_.full_npy, accepted.paths(), n);
+    absl::StatusOr<NpyColumnWriter> writer = open(files_.full_npy, accepted.paths(), n);
     if (!writer.ok()) return ToGrpc(writer.status());
     full_.emplace(*std::move(writer));
   }
   if (!files_.prices_npy.empty()) {
     absl::StatusOr<NpyColumnWriter> writer =
-        NpyColumnWriter::Create(files_.prices_npy, accepted.paths(), accepted.issuers());
+        open(files_.prices_npy, accepted.paths(), accepted.issuers());
     if (!writer.ok()) return ToGrpc(writer.status());
     prices_.emplace(*std::move(writer));
   }
@@ -101,14 +109,14 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
   return grpc::Status::OK;
 }
 
-grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk) {
+grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, bool restored) {
   const int64_t begin = chunk.column_begin() - accepted_.column_begin();
   const int64_t count = chunk.column_end() - chunk.column_begin();
   if (begin < 0 || count <= 0 || begin + count > columns() || chunk.rows() != accepted_.paths()) {
     return Contradiction(absl::StrCat("a chunk of columns [", chunk.column_begin(), ", ",
                                       chunk.column_end(), ") outside the accepted range"));
   }
-  if (full_.has_value()) {
+  if (full_.has_value() && !restored) {
     if (static_cast<int64_t>(chunk.values().size()) != chunk.rows() * count * 4) {
       return Contradiction(absl::StrCat("a chunk of ", chunk.values().size(), " bytes for ", count,
                                         " columns of ", chunk.rows(), " rows"));

@@ -31,15 +31,22 @@ class PriceResults {
   PriceResults(ResultFiles files, std::vector<StatisticItem> statistics)
       : files_(std::move(files)), items_(std::move(statistics)) {}
 
-  // For a request split into several calls (parts of one column range):
-  // the whole range, which the files and arrays then cover. Call before the
-  // first reply.
+  // The whole column range of the request, which the files and arrays then
+  // cover: the first `accepted` may be of a part only (a split request, a
+  // retried or resumed one). Call before the first reply.
   void ExpectColumns(int64_t column_begin, int64_t column_end);
+  // The .npy files exist from an interrupted run of the same request: open
+  // them in place, checking their shape, instead of creating them. Call
+  // before the first reply.
+  void ReopenFiles() { reopen_ = true; }
 
   // Takes one reply, from any of the calls (thread-safe); a non-OK status (a
   // file that cannot be written, a reply that contradicts the plan) should
   // cancel the call.
   grpc::Status OnReply(const v1::PriceReply& reply);
+  // Takes a reply recorded by an interrupted run (progress_journal.h): its
+  // values are in the files already; its statistics and columns count.
+  grpc::Status Restore(const v1::PriceReply& reply);
   // Closes the .npy files and writes the statistics CSV.
   absl::Status Finish();
 
@@ -58,12 +65,14 @@ class PriceResults {
 
  private:
   grpc::Status OnAccepted(const v1::JobAccepted& accepted);
-  grpc::Status OnChunk(const v1::ResultChunk& chunk);
+  // `restored`: a chunk of Restore, whose values are in the file.
+  grpc::Status OnChunk(const v1::ResultChunk& chunk, bool restored);
   grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk);
 
   const ResultFiles files_;
   std::mutex mu_;
   std::optional<std::pair<int64_t, int64_t>> expected_;  // the whole range of a split
+  bool reopen_ = false;
   bool started_ = false;
   v1::JobAccepted accepted_;  // of the whole range
   std::optional<v1::JobFinished> finished_;

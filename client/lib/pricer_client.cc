@@ -7,8 +7,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
+#include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace pricer {
 
@@ -23,19 +30,150 @@ std::shared_ptr<grpc::Channel> RoundRobinChannel(const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments);
 }
 
-}  // namespace
+constexpr std::chrono::milliseconds kFirstBackoff(200);
 
-PricerClient::PricerClient(const std::string& target)
-    : channel_(RoundRobinChannel(target)), stub_(v1::Pricer::NewStub(channel_)) {}
+// Whether a call that ended with `status`, not stopped by us, may succeed
+// when asked again. A server killed or cut off ends the call with
+// UNAVAILABLE, or with INTERNAL or UNKNOWN when the stream is reset midway;
+// INTERNAL is also a shard that failed on every device of that server,
+// which another server may price. A refused request (INVALID_ARGUMENT,
+// NOT_FOUND, RESOURCE_EXHAUSTED, ...) would be refused again.
+bool Retryable(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::CANCELLED:  // by the server or a proxy: we cancel only our own errors
+      return true;
+    default:
+      return false;
+  }
+}
 
-grpc::Status PricerClient::Price(
-    const v1::PriceRequest& request,
-    const std::function<grpc::Status(const v1::PriceReply&)>& on_reply) {
+grpc::Status Contradiction(const std::string& what) {
+  return grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + what);
+}
+
+// One column range of a request and what has arrived of it. Run() calls
+// until every column of the range, and the terminal prices when this part
+// asks for them, have arrived, asking a broken call's successor only for
+// what is still missing.
+class PartRun {
+ public:
+  // `range` unset: the request's own range, learned from its `accepted`.
+  PartRun(v1::PriceRequest request, std::optional<ColumnRange> range, bool terminal_prices,
+          const ReceivedResults& received, v1::Pricer::Stub& stub,
+          const PricerClient::OnReply& on_reply)
+      : request_(std::move(request)),
+        range_(range),
+        terminal_prices_(terminal_prices),
+        columns_wanted_(request_.output().full() || request_.output().has_statistics() ||
+                        !terminal_prices),
+        columns_(received.columns),
+        issuers_(received.issuers),
+        prices_(received.prices),
+        stub_(stub),
+        on_reply_(on_reply) {}
+
+  grpc::Status Run();
+
+ private:
+  // Calls for each missing column range in turn; stops at the first call
+  // that fails. `*ours`: the failure is our own (on_reply or a reply that
+  // contradicts the request), not the server's or the network's.
+  grpc::Status CallForMissing(bool* ours);
+  // One call for columns `asked` (unset: the request as it is).
+  grpc::Status Call(const std::optional<ColumnRange>& asked, bool with_prices, bool* ours);
+  grpc::Status Take(const v1::PriceReply& reply, const std::optional<ColumnRange>& asked);
+  grpc::Status TakePrices(const v1::PriceReply& reply);
+
+  bool PricesMissing() const {
+    return terminal_prices_ && (issuers_ == 0 || !prices_.Covers(0, issuers_));
+  }
+  std::vector<ColumnRange> MissingColumns(const ColumnRange& range) const {
+    if (!columns_wanted_) return {};
+    return columns_.Missing(range.first, range.second);
+  }
+  bool Complete() const {
+    return range_.has_value() && MissingColumns(*range_).empty() && !PricesMissing();
+  }
+  // What a retry asks for, for the log.
+  std::string Describe() const {
+    if (!range_.has_value()) return "the call";
+    int64_t missing = 0;
+    for (const auto& [begin, end] : MissingColumns(*range_)) {
+      missing += end - begin;
+    }
+    return absl::StrCat("columns [", range_->first, ", ", range_->second, ") (", missing,
+                        " missing)");
+  }
+
+  v1::PriceRequest request_;
+  std::optional<ColumnRange> range_;
+  const bool terminal_prices_;
+  // False for a request of terminal prices only: no chunk comes.
+  const bool columns_wanted_;
+  ColumnRanges columns_;
+  int64_t issuers_ = 0;
+  ColumnRanges prices_;
+  v1::Pricer::Stub& stub_;
+  const PricerClient::OnReply& on_reply_;
+};
+
+grpc::Status PartRun::Run() {
+  int retries = 0;
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  for (;;) {
+    const int64_t before = columns_.count() + prices_.count();
+    bool ours = false;
+    const grpc::Status status = CallForMissing(&ours);
+    if (status.ok() || ours || !Retryable(status)) return status;
+    if (Complete()) return grpc::Status::OK;  // it broke after the last column
+    // A call that brought something new restarts the count, so a long job
+    // survives several outages, while one that cannot progress stops.
+    if (columns_.count() + prices_.count() > before) {
+      retries = 0;
+      backoff = kFirstBackoff;
+    }
+    if (retries == PricerClient::kMaxRetries) return status;
+    ++retries;
+    const int code = static_cast<int>(status.error_code());
+    std::cerr << absl::StrFormat(
+        "pricer: %s broke with %d %s: %s; retry %d of %d in %.1f s\n", Describe(), code,
+        absl::StatusCodeToString(static_cast<absl::StatusCode>(code)), status.error_message(),
+        retries, PricerClient::kMaxRetries, std::chrono::duration<double>(backoff).count());
+    std::this_thread::sleep_for(backoff);
+    backoff *= 2;
+  }
+}
+
+grpc::Status PartRun::CallForMissing(bool* ours) {
+  if (!range_.has_value()) return Call(std::nullopt, terminal_prices_, ours);
+  bool with_prices = PricesMissing();
+  std::vector<ColumnRange> missing = MissingColumns(*range_);
+  // Only the terminal prices are missing: one column carries them (and
+  // its chunk, already here, is dropped).
+  if (missing.empty() && with_prices) missing.emplace_back(range_->first, range_->first + 1);
+  for (const ColumnRange& asked : missing) {
+    if (grpc::Status s = Call(asked, with_prices, ours); !s.ok()) return s;
+    with_prices = false;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PartRun::Call(const std::optional<ColumnRange>& asked, bool with_prices, bool* ours) {
+  if (asked.has_value()) {
+    request_.set_column_begin(asked->first);
+    request_.set_column_end(asked->second);
+  }
+  request_.mutable_output()->set_terminal_prices(with_prices);
   grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReader<v1::PriceReply>> reader = stub_->Price(&context, request);
+  std::unique_ptr<grpc::ClientReader<v1::PriceReply>> reader = stub_.Price(&context, request_);
   v1::PriceReply reply;
   while (reader->Read(&reply)) {
-    if (grpc::Status s = on_reply(reply); !s.ok()) {
+    if (grpc::Status s = Take(reply, asked); !s.ok()) {
+      *ours = true;
       context.TryCancel();
       while (reader->Read(&reply)) {
       }
@@ -43,33 +181,121 @@ grpc::Status PricerClient::Price(
       return s;
     }
   }
-  return reader->Finish();
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return status;
+  // The call says it is done: everything asked for must be here.
+  if (!range_.has_value()) {
+    *ours = true;
+    return Contradiction("a finished call without an accepted reply");
+  }
+  const ColumnRange want = asked.value_or(*range_);
+  const std::vector<ColumnRange> missing = MissingColumns(want);
+  if (!missing.empty()) {
+    *ours = true;
+    return Contradiction(absl::StrCat("a finished call without columns [", missing.front().first,
+                                      ", ", missing.front().second, ")"));
+  }
+  if (with_prices && PricesMissing()) {
+    *ours = true;
+    return Contradiction("a finished call without all the terminal prices");
+  }
+  return status;
 }
 
-grpc::Status PricerClient::PriceSplit(
-    const v1::PriceRequest& request, int64_t column_begin, int64_t column_end, int parts,
-    const std::function<grpc::Status(const v1::PriceReply&)>& on_reply) {
+grpc::Status PartRun::Take(const v1::PriceReply& reply, const std::optional<ColumnRange>& asked) {
+  if (reply.has_accepted()) {
+    const v1::JobAccepted& accepted = reply.accepted();
+    if (!range_.has_value()) range_.emplace(accepted.column_begin(), accepted.column_end());
+    if (issuers_ == 0) issuers_ = accepted.issuers();
+    return on_reply_(reply);
+  }
+  if (reply.has_prices()) return TakePrices(reply);
+  if (!reply.has_chunk()) return on_reply_(reply);  // finished
+  const int64_t begin = reply.chunk().column_begin(), end = reply.chunk().column_end();
+  const std::optional<ColumnRange> want = asked.has_value() ? asked : range_;
+  if (!want.has_value() || begin < want->first || end > want->second || begin >= end) {
+    return Contradiction(
+        absl::StrCat("a chunk of columns [", begin, ", ", end, ") outside the columns asked for"));
+  }
+  if (columns_.Covers(begin, end)) return grpc::Status::OK;  // only carried the prices
+  if (columns_.Overlaps(begin, end)) {
+    return Contradiction(absl::StrCat("columns of [", begin, ", ", end, ") twice"));
+  }
+  grpc::Status s = on_reply_(reply);
+  if (s.ok()) columns_.Add(begin, end);
+  return s;
+}
+
+// Hands on the issuers of a terminal-prices chunk that have not arrived yet:
+// a retry that asks for the prices again gets all of them.
+grpc::Status PartRun::TakePrices(const v1::PriceReply& reply) {
+  const v1::TerminalPricesChunk& chunk = reply.prices();
+  const int64_t begin = chunk.issuer_begin(), end = chunk.issuer_end();
+  const int64_t column_bytes = chunk.rows() * 4;
+  if (issuers_ == 0 || begin < 0 || begin >= end || end > issuers_ ||
+      static_cast<int64_t>(chunk.values().size()) != column_bytes * (end - begin)) {
+    return Contradiction(absl::StrCat("a terminal-prices chunk of issuers [", begin, ", ", end,
+                                      ") that does not fit"));
+  }
+  for (const auto& [first, last] : prices_.Missing(begin, end)) {
+    grpc::Status s;
+    if (first == begin && last == end) {
+      s = on_reply_(reply);
+    } else {
+      v1::PriceReply part;
+      v1::TerminalPricesChunk* trimmed = part.mutable_prices();
+      trimmed->set_issuer_begin(first);
+      trimmed->set_issuer_end(last);
+      trimmed->set_rows(chunk.rows());
+      trimmed->set_values(
+          chunk.values().substr(static_cast<size_t>((first - begin) * column_bytes),
+                                static_cast<size_t>((last - first) * column_bytes)));
+      s = on_reply_(part);
+    }
+    if (!s.ok()) return s;
+    prices_.Add(first, last);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+PricerClient::PricerClient(const std::string& target)
+    : channel_(RoundRobinChannel(target)), stub_(v1::Pricer::NewStub(channel_)) {}
+
+grpc::Status PricerClient::Price(const v1::PriceRequest& request, const OnReply& on_reply) {
+  std::optional<ColumnRange> range;
+  if (request.column_end() > 0) range.emplace(request.column_begin(), request.column_end());
+  return PartRun(request, range, request.output().terminal_prices(), {}, *stub_, on_reply).Run();
+}
+
+grpc::Status PricerClient::PriceSplit(const v1::PriceRequest& request, int64_t column_begin,
+                                      int64_t column_end, int parts, const OnReply& on_reply,
+                                      const ReceivedResults& received) {
   const int64_t columns = column_end - column_begin;
   parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(parts, columns)));
-  // Round robin picks among the servers it is connected to: connect first,
-  // so the parts do not all go to whichever server answered first. A few
-  // cheap calls give the other connections time to come up.
-  channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  for (int k = 0; k < parts; ++k) {
-    v1::ListDevicesReply ignored;
-    ListDevices(&ignored).IgnoreError();
+  if (parts > 1 && !received.columns.Covers(column_begin, column_end)) {
+    // Round robin picks among the servers it is connected to: connect first,
+    // so the parts do not all go to whichever server answered first. A few
+    // cheap calls give the other connections time to come up.
+    channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    for (int k = 0; k < parts; ++k) {
+      v1::ListDevicesReply ignored;
+      ListDevices(&ignored).IgnoreError();
+    }
   }
   std::vector<grpc::Status> statuses(static_cast<size_t>(parts));
   std::vector<std::thread> calls;
   for (int k = 0; k < parts; ++k) {
-    v1::PriceRequest part = request;
-    part.set_column_begin(column_begin + columns * k / parts);
-    part.set_column_end(column_begin + columns * (k + 1) / parts);
-    // Every part computes the same ST; one sends it.
-    if (k > 0) part.mutable_output()->set_terminal_prices(false);
-    calls.emplace_back([this, part, &on_reply, &statuses, k] {
-      statuses[static_cast<size_t>(k)] = Price(part, on_reply);
-    });
+    const ColumnRange range(column_begin + columns * k / parts,
+                            column_begin + columns * (k + 1) / parts);
+    // Every part computes the same ST; the first sends it.
+    const bool terminal_prices = request.output().terminal_prices() && k == 0;
+    calls.emplace_back(
+        [this, &request, range, terminal_prices, &received, &on_reply, &statuses, k] {
+          statuses[static_cast<size_t>(k)] =
+              PartRun(request, range, terminal_prices, received, *stub_, on_reply).Run();
+        });
   }
   for (std::thread& call : calls) call.join();
   for (const grpc::Status& status : statuses) {
@@ -77,7 +303,6 @@ grpc::Status PricerClient::PriceSplit(
   }
   return grpc::Status::OK;
 }
-
 grpc::Status PricerClient::UploadScenarios(int64_t rows, int64_t columns,
                                            const std::vector<float>& values, v1::ScenarioSet* set,
                                            int64_t chunk_bytes) {

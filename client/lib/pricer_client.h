@@ -3,33 +3,53 @@
 
 #include <grpcpp/channel.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "client/lib/column_ranges.h"
 #include "pricer/v1/pricer.grpc.pb.h"
 
 namespace pricer {
 
+// What has already arrived of a request's results, so that only the rest is
+// asked for (a run resumed from its journal).
+struct ReceivedResults {
+  ColumnRanges columns;  // of SC and the statistics
+  int64_t issuers = 0;   // N, when known
+  ColumnRanges prices;   // the issuers of ST received
+};
+
 class PricerClient {
  public:
+  // A call that breaks (UNAVAILABLE, INTERNAL, UNKNOWN, ABORTED, or
+  // CANCELLED by someone else) is asked again for the columns that have not
+  // arrived, up to this many times in a row without progress, after 0.2 s,
+  // 0.4 s, 0.8 s. Round robin sends it to a server that is still up.
+  static constexpr int kMaxRetries = 3;
+
+  using OnReply = std::function<grpc::Status(const v1::PriceReply&)>;
+
   // `target` is a gRPC target such as "localhost:50051", or several servers:
   // "ipv4:127.0.0.1:50051,127.0.0.1:50052" (calls go round robin).
   explicit PricerClient(const std::string& target);
 
-  // Sends one request and hands each reply to `on_reply` as it arrives. A
-  // non-OK status returned by `on_reply` cancels the call and is returned;
-  // otherwise the call's own status is.
-  grpc::Status Price(const v1::PriceRequest& request,
-                     const std::function<grpc::Status(const v1::PriceReply&)>& on_reply);
+  // Sends one request and hands each reply to `on_reply` as it arrives,
+  // retrying the missing columns of a broken call (kMaxRetries): `on_reply`
+  // then sees the `accepted` of each retry (a sub-range) but never a column
+  // or an issuer of the terminal prices twice. A non-OK status returned by
+  // `on_reply` cancels the call and is returned; otherwise the last call's
+  // status is (OK once every column has arrived).
+  grpc::Status Price(const v1::PriceRequest& request, const OnReply& on_reply);
   // The same request cut into `parts` contiguous column ranges of
   // [column_begin, column_end), priced concurrently (over several servers
-  // when the target names several); `on_reply` must be thread-safe. Results
-  // do not depend on the split: every column is computed the same way.
+  // when the target names several), each retried on its own; `on_reply` must
+  // be thread-safe. Results do not depend on the split: every column is
+  // computed the same way. Columns and prices in `received` are not asked for.
   grpc::Status PriceSplit(const v1::PriceRequest& request, int64_t column_begin, int64_t column_end,
-                          int parts,
-                          const std::function<grpc::Status(const v1::PriceReply&)>& on_reply);
+                          int parts, const OnReply& on_reply, const ReceivedResults& received = {});
   grpc::Status ListDevices(v1::ListDevicesReply* reply);
   // Uploads a rows x columns column-major float32 matrix in chunks of
   // `chunk_bytes`; `set` receives its id and shape.

@@ -139,6 +139,18 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
                                                             correlation->end());
   }
   request.set_antithetic(flags.antithetic);
+  if (flags.precision.has_value()) {
+    v1::Precision precision = v1::PRECISION_FP32;
+    if (*flags.precision == "tf32") {
+      precision = v1::PRECISION_TF32;
+    } else if (*flags.precision == "bf16") {
+      precision = v1::PRECISION_BF16;
+    } else if (*flags.precision != "fp32") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--precision '", *flags.precision, "' is not one of fp32, tf32, bf16"));
+    }
+    request.set_precision(precision);
+  }
 
   if (!o.paths.has_value()) {
     return absl::InvalidArgumentError("no path count: give --paths or --preset seed");

@@ -30,6 +30,8 @@ struct PriceOptions {
   std::optional<int64_t> chunk_columns;
   std::optional<std::string> correlation_file;  // N x N CSV, no header
   bool antithetic = false;
+  // The lowest GEMM precision allowed: "fp32" (default), "tf32" or "bf16".
+  std::optional<std::string> precision;
   bool full = false;
   bool terminal_prices = false;
   // Statistics to ask for (statistics_list.h); empty: none, unless nothing

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -66,6 +67,38 @@ TEST(NpyColumnWriter, RefusesColumnsOutsideTheMatrix) {
   std::vector<float> values(4);
   EXPECT_EQ(writer->WriteColumns(1, 2, values.data()).code(), absl::StatusCode::kOutOfRange);
   std::filesystem::remove(path);
+}
+
+TEST(NpyColumnWriter, OpenExistingKeepsTheColumnsWrittenAndChecksTheShape) {
+  const std::string path = TempPath("resumed.npy");
+  const std::vector<float> first = {1, 2, 3, 4};
+  {
+    auto writer = NpyColumnWriter::Create(path, 2, 3);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE(writer->WriteColumns(0, 2, first.data()).ok());
+    // Not closed: a killed run. The columns are flushed as written.
+  }
+  {
+    auto reopened = NpyColumnWriter::OpenExisting(path, 2, 3);
+    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    const std::vector<float> last = {5, 6};
+    ASSERT_TRUE(reopened->WriteColumns(2, 1, last.data()).ok());
+    ASSERT_TRUE(reopened->Close().ok());
+  }
+  auto matrix = ReadNpyMatrix(path);
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  EXPECT_EQ(matrix->values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+
+  for (auto [rows, columns] : {std::pair<int64_t, int64_t>{2, 4}, {3, 2}}) {
+    auto wrong = NpyColumnWriter::OpenExisting(path, rows, columns);
+    EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition) << wrong.status();
+    EXPECT_NE(wrong.status().message().find(path), absl::string_view::npos);
+  }
+  // A file of the right header but cut short is not it either.
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 4);
+  EXPECT_FALSE(NpyColumnWriter::OpenExisting(path, 2, 3).ok());
+  std::filesystem::remove(path);
+  EXPECT_EQ(NpyColumnWriter::OpenExisting(path, 2, 3).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ReadNpyMatrix, Float64CorderIsTransposedToColumnMajorFloat32) {

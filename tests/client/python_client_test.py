@@ -1,11 +1,14 @@
 """The Python client (client/python/pricer_client) against a real pricerd on
 a loopback port; its NumPy results are checked against the CLI's files and
-against float64 products of what the server returned."""
+against float64 products of what the server returned, and against an
+uninterrupted call when a server is killed mid-call."""
 
 import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 import numpy as np
@@ -114,6 +117,12 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(unknown.exception.code, grpc.StatusCode.NOT_FOUND)
         with self.assertRaises(ValueError):
             self.client.price(issuers=3, paths=10, scenarios=5, statistics=["median"])
+        with self.assertRaises(ValueError):
+            self.client.price(issuers=3, paths=10, scenarios=5, precision="fp16")
+        # A cpu server accepts tensor-core precisions and computes in fp32.
+        fp32 = self.client.price(issuers=3, paths=10, scenarios=5)
+        tf32 = self.client.price(issuers=3, paths=10, scenarios=5, precision="tf32")
+        np.testing.assert_array_equal(fp32.statistics["mean"], tf32.statistics["mean"])
 
     def test_example_script_runs(self):
         env = dict(os.environ)
@@ -123,6 +132,13 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertRegex(proc.stdout, r"average 99% VaR [0-9.]+")
         self.assertRegex(proc.stdout, r"SC of column \d+: 1000 paths")
+
+
+def devices(server):
+    """A server's (jobs queued or running, shards done over its devices)."""
+    with Client(server.target) as client:
+        reply = client.devices()
+    return reply.queued_jobs, sum(d.shards_done for d in reply.devices)
 
 
 class SplitAcrossServersTest(unittest.TestCase):
@@ -144,11 +160,7 @@ class SplitAcrossServersTest(unittest.TestCase):
         return os.path.join(self.dir.name, name)
 
     def shards_done(self):
-        counts = []
-        for server in self.servers:
-            with Client(server.target) as client:
-                counts.append(sum(d.shards_done for d in client.devices().devices))
-        return counts
+        return [devices(server)[1] for server in self.servers]
 
     def run_pricer(self, target, *args):
         proc = subprocess.run([ARGS.pricer, "price", "--target", target, *args],
@@ -186,6 +198,61 @@ class SplitAcrossServersTest(unittest.TestCase):
             np.testing.assert_array_equal(split.statistics[name], values, err_msg=name)
         self.assertTrue(all(b > a for a, b in zip(before, after)),
                         f"shards done before {before}, after {after}: a server did no part")
+
+
+class ServerKilledMidCallTest(unittest.TestCase):
+    """price(split=2) over two servers, one of them killed with SIGKILL while
+    its part runs: the part is asked again on the other, and the result is
+    the same bytes as an uninterrupted call's."""
+
+    # Several seconds on two cores in dozens of shards: a 24 MiB budget holds
+    # shards of at most 768 of these columns.
+    JOB = dict(issuers=4000, paths=500, seed=5, scenarios=24000, full=True,
+               statistics=["mean", "var:0.99", "es:0.99"])
+
+    def setUp(self):
+        self.servers = [Server(ARGS.pricerd, device_memory="24MiB") for _ in range(2)]
+
+    def tearDown(self):
+        for server in self.servers:
+            server.stop()
+
+    def test_split_call_finishes_on_the_other_server(self):
+        with Client(self.servers[0].target) as one:
+            whole = one.price(**self.JOB)
+        baseline = [devices(server)[1] for server in self.servers]
+        outcome = {}
+
+        def call():
+            try:
+                with Client("ipv4:" + ",".join(s.target for s in self.servers)) as both:
+                    outcome["result"] = both.price(**self.JOB, split=2)
+            except Exception as error:  # reported below, on the test's thread
+                outcome["error"] = error
+
+        with self.assertLogs("pricer_client.client", level="WARNING") as logs:
+            thread = threading.Thread(target=call)
+            thread.start()
+            # A server that has done some of its part and not all of it.
+            victim = None
+            while victim is None and thread.is_alive():
+                for server, before in zip(self.servers, baseline):
+                    queued, done = devices(server)
+                    if queued > 0 and done > before:
+                        victim = server
+                        break
+                time.sleep(0.02)
+            self.assertIsNotNone(victim, "the call ended before a server was killed: size it up")
+            victim.proc.kill()
+            victim.proc.wait()
+            self.assertTrue(thread.is_alive(), "the call ended before the kill")
+            thread.join(timeout=300)
+        self.assertNotIn("error", outcome)
+        self.assertTrue(any("retry 1 of 3" in line for line in logs.output), logs.output)
+        split = outcome["result"]
+        np.testing.assert_array_equal(split.full, whole.full)
+        for name, values in whole.statistics.items():
+            np.testing.assert_array_equal(split.statistics[name], values, err_msg=name)
 
 
 if __name__ == "__main__":

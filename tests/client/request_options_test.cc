@@ -180,5 +180,23 @@ TEST(BuildPriceRequest, CarriesCorrelationAntitheticAndStatistics) {
               HasSubstr("cannot open correlation file"));
 }
 
+TEST(BuildPriceRequest, PrecisionNamesTheLowestGemmPrecisionAllowed) {
+  PriceOptions options = SeedPreset();
+  auto fp32 = BuildPriceRequest(options);
+  ASSERT_TRUE(fp32.ok()) << fp32.status();
+  EXPECT_EQ(fp32->precision(), v1::PRECISION_FP32);
+  for (const auto& [text, precision] :
+       {std::pair{"fp32", v1::PRECISION_FP32}, std::pair{"tf32", v1::PRECISION_TF32},
+        std::pair{"bf16", v1::PRECISION_BF16}}) {
+    options.precision = text;
+    auto request = BuildPriceRequest(options);
+    ASSERT_TRUE(request.ok()) << request.status();
+    EXPECT_EQ(request->precision(), precision) << text;
+  }
+  options.precision = "fp16";
+  EXPECT_THAT(BuildPriceRequest(options).status().message(),
+              HasSubstr("--precision 'fp16' is not one of fp32, tf32, bf16"));
+}
+
 }  // namespace
 }  // namespace pricer

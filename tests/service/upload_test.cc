@@ -1,7 +1,6 @@
-// UploadScenarios against a real in-process server: a set far above the
-// message limit in 1 MiB chunks, pricing by id bitwise like the same matrix
-// inline, refused uploads that store nothing, the store's byte bound, and a
-// restart on the same --scenario-dir.
+// UploadScenarios against a real in-process server: a 200 MB set in 1 MiB
+// chunks, pricing by id bitwise like the same matrix inline, refused uploads that store nothing,
+// the store's byte bound, and a restart on the same --scenario-dir.
 #include <grpcpp/client_context.h>
 #include <stdlib.h>
 
@@ -119,10 +118,37 @@ grpc::Status PriceStatus(v1::Pricer::Stub& stub, const v1::PriceRequest& request
   return call.status;
 }
 
-TEST(Upload, LargeSetInOneMiBChunksIsStoredOnceAndPriced) {
+// The statistics of columns [begin, end) of a call, column by column: every
+// value the chunks' ColumnStatistics hold for it, in field order.
+std::vector<std::vector<double>> StatisticsByColumn(const PriceCall& call, int64_t begin,
+                                                    int64_t end) {
+  std::vector<std::vector<double>> columns(static_cast<size_t>(end - begin));
+  for (const v1::PriceReply& reply : call.replies) {
+    if (!reply.has_chunk()) continue;
+    const v1::ResultChunk& chunk = reply.chunk();
+    const v1::ColumnStatistics& s = chunk.statistics();
+    for (int64_t j = std::max(begin, chunk.column_begin()); j < std::min(end, chunk.column_end());
+         ++j) {
+      const int k = static_cast<int>(j - chunk.column_begin());
+      std::vector<double>& column = columns[static_cast<size_t>(j - begin)];
+      for (const auto* values : {&s.v0(), &s.mean(), &s.stddev(), &s.min(), &s.max()}) {
+        if (k < values->size()) column.push_back(values->Get(k));
+      }
+      for (const auto* levels : {&s.quantiles(), &s.var(), &s.es()}) {
+        for (const v1::LevelValues& level : *levels) {
+          if (k < level.values_size()) column.push_back(level.values(k));
+        }
+      }
+    }
+  }
+  return columns;
+}
+
+TEST(Upload, LargeSetInOneMiBChunksIsStoredOnceAndPricedLikeInline) {
   std::unique_ptr<PricerServer> server = StartTestServer();
   ASSERT_NE(server, nullptr);
-  const int64_t rows = 50, columns = 100'000;  // 20 MB: five times the message limit
+  // 200 MB: fifty times the message limit, three times the request limit.
+  const int64_t rows = 500, columns = 100'000, bytes = rows * columns * 4;
   const std::vector<float> a = TestMatrix(rows, columns);
   PricerClient client(Target(*server));
 
@@ -133,9 +159,9 @@ TEST(Upload, LargeSetInOneMiBChunksIsStoredOnceAndPriced) {
   EXPECT_THAT(set.id(), ::testing::MatchesRegex("[0-9a-f]{64}"));
   EXPECT_EQ(set.rows(), rows);
   EXPECT_EQ(set.columns(), columns);
-  EXPECT_EQ(set.bytes(), 20'000'000);
+  EXPECT_EQ(set.bytes(), bytes);
   EXPECT_FALSE(set.existed());
-  EXPECT_EQ(server->store().bytes_in_memory(), 20'000'000);
+  EXPECT_EQ(server->store().bytes_in_memory(), bytes);
 
   // Again, in chunks of another (odd) size: found, not stored twice.
   v1::ScenarioSet again;
@@ -143,17 +169,47 @@ TEST(Upload, LargeSetInOneMiBChunksIsStoredOnceAndPriced) {
   ASSERT_TRUE(second.ok()) << second.error_message();
   EXPECT_EQ(again.id(), set.id());
   EXPECT_TRUE(again.existed());
-  EXPECT_EQ(again.bytes(), 20'000'000);
-  EXPECT_EQ(server->store().bytes_in_memory(), 20'000'000);
+  EXPECT_EQ(again.bytes(), bytes);
+  EXPECT_EQ(server->store().bytes_in_memory(), bytes);
+  std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
+
+  // Statistics of every column of the set, and the same statistics for a
+  // 20,480-column slice of it sent inline (41 MB, under the request limit).
+  // The slice starts on a 256-column block of A, so each of its blocks is
+  // the same GEMM as in the set: the values are bitwise the same.
+  const int64_t paths = 256, first = 40'960, count = 20'480;
+  v1::PriceRequest by_set = SetRequest(set.id(), rows, paths);
+  v1::StatisticsSelection* stats = by_set.mutable_output()->mutable_statistics();
+  stats->set_mean(true);
+  stats->set_stddev(true);
+  stats->set_max(true);
+  stats->add_var(0.99);
+  stats->add_es(0.975);
+  v1::PriceRequest by_value = by_set;
+  const std::vector<float> slice(a.begin() + first * rows, a.begin() + (first + count) * rows);
+  SetInlineMatrix(slice, rows, count, &by_value);
+  const PriceCall set_call = RunPrice(*stub, by_set);
+  ASSERT_TRUE(set_call.status.ok()) << set_call.status.error_message();
+  const PriceCall inline_call = RunPrice(*stub, by_value);
+  ASSERT_TRUE(inline_call.status.ok()) << inline_call.status.error_message();
+  const std::vector<std::vector<double>> from_set = StatisticsByColumn(set_call, 0, columns);
+  const std::vector<std::vector<double>> from_inline = StatisticsByColumn(inline_call, 0, count);
+  for (int64_t j = 0; j < columns; ++j) {
+    ASSERT_EQ(from_set[static_cast<size_t>(j)].size(), 6u) << "column " << j;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    ASSERT_EQ(from_set[static_cast<size_t>(first + j)], from_inline[static_cast<size_t>(j)])
+        << "column " << first + j << " of the set, " << j << " inline";
+  }
 
   // The last columns priced from the set are ST * A of those columns.
-  const int64_t paths = 300, begin = 99'750;
+  const int64_t begin = columns - 250;
   v1::PriceRequest request = SetRequest(set.id(), rows, paths);
   request.set_column_begin(begin);
   request.set_column_end(columns);
   request.mutable_output()->set_full(true);
   request.mutable_output()->set_terminal_prices(true);
-  const PriceCall call = RunPrice(*NewStub(*server), request);
+  const PriceCall call = RunPrice(*stub, request);
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   const std::vector<float> st = AssembleTerminalPrices(call, paths, rows);
   const std::vector<float> sc = AssembleResult(call, paths, columns, begin, columns);

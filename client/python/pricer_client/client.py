@@ -3,12 +3,29 @@
 import concurrent.futures
 import dataclasses
 import hashlib
+import logging
+import threading
+import time
 from typing import Dict, Iterable, Optional, Sequence, Union
 
 import grpc
 import numpy as np
 
 from pricer.v1 import pricer_pb2, pricer_pb2_grpc
+
+# A call that breaks (the server killed or cut off, a stream reset, a shard
+# that failed on every device of that server) is asked again for the columns
+# that have not arrived, up to MAX_RETRIES times in a row without progress,
+# after 0.2 s, 0.4 s, 0.8 s; round robin sends it to a server that is still
+# up. A refused request (INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED,
+# ...) is not retried: it would be refused again.
+MAX_RETRIES = 3
+FIRST_BACKOFF_SECONDS = 0.2
+RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL,
+                             grpc.StatusCode.UNKNOWN, grpc.StatusCode.ABORTED,
+                             grpc.StatusCode.CANCELLED})
+
+_log = logging.getLogger(__name__)
 
 _PLAIN = ("mean", "stddev", "min", "max")
 _LEVELLED = ("quantile", "var", "es")
@@ -137,6 +154,7 @@ class Client:
               full: Union[bool, np.ndarray, str] = False,
               terminal_prices: bool = False,
               priority: int = 0,
+              precision: str = "fp32",
               split: int = 1,
               timeout: Optional[float] = None) -> PriceResult:
         """Prices one request.
@@ -148,10 +166,23 @@ class Client:
         `full`: False; True (a new P x columns float32 array); a preallocated
         float32 array of that shape (Fortran order keeps each chunk one
         contiguous write); or a path, which becomes a memory-mapped .npy.
+        `split`: K parts of the column range priced concurrently, round robin
+        over the servers of the target. A call that breaks is asked again for
+        the columns that have not arrived (see MAX_RETRIES, logged as a
+        warning of the "pricer_client.client" logger); the result is the same
+        bytes as an unbroken call. `timeout`: seconds for the whole price(),
+        retries included. `precision`: the lowest GEMM precision allowed,
+        "fp32", "tf32" or "bf16" (tensor cores on a GPU server; a cpu server
+        computes in fp32).
         """
+        precisions = {"fp32": pricer_pb2.PRECISION_FP32, "tf32": pricer_pb2.PRECISION_TF32,
+                      "bf16": pricer_pb2.PRECISION_BF16}
+        if precision not in precisions:
+            raise ValueError(f"precision {precision!r} is not one of fp32, tf32, bf16")
         request = pricer_pb2.PriceRequest(paths=paths, seed=seed, rate=rate, maturity=maturity,
                                           column_begin=column_begin, column_end=column_end,
-                                          antithetic=antithetic, priority=priority)
+                                          antithetic=antithetic, priority=priority,
+                                          precision=precisions[precision])
         if spot is not None:
             request.market.explicit.spot.extend(float(s) for s in spot)
             request.market.explicit.volatility.extend(float(v) for v in volatility)
@@ -185,106 +216,295 @@ class Client:
         request.output.full = full is not False
         request.output.terminal_prices = terminal_prices
 
-        if split > 1:
-            return self._price_split(request, named, full, split, timeout)
-        try:
-            return self._collect(self._stub.Price(request, timeout=timeout), named, full)
-        except grpc.RpcError as error:
-            raise PricerError(error.code(), error.details()) from None
-
-    def _price_split(self, request, named, full, split, timeout) -> PriceResult:
-        scenarios = request.scenarios
-        columns = (scenarios.matrix.columns if scenarios.HasField("matrix") else
-                   scenarios.generated.columns if scenarios.HasField("generated") else 0)
+        source = request.scenarios
         begin = request.column_begin
-        end = request.column_end or columns
-        if end <= begin:
+        end = request.column_end or (
+            source.matrix.columns if source.HasField("matrix") else
+            source.generated.columns if source.HasField("generated") else 0)
+        # The column range, unless only the server knows it (a scenario set).
+        span = (begin, end) if end > begin else None
+        if span is None and split > 1:
             raise ValueError("split needs the column range: give column_end with scenario_set")
-        split = min(split, end - begin)
-        bounds = [begin + (end - begin) * k // split for k in range(split + 1)]
-        shape = (request.paths, end - begin)
-        if isinstance(full, str):
-            whole = np.lib.format.open_memmap(full, mode="w+", dtype=np.float32, shape=shape,
-                                              fortran_order=True)
-        elif isinstance(full, np.ndarray) or full:
-            whole = full if isinstance(full, np.ndarray) else np.empty(shape, np.float32, "F")
-        else:
-            whole = None
-        # Round robin picks among connected servers: connect before the parts.
-        grpc.channel_ready_future(self._channel).result(timeout=10)
-        for _ in range(split):
-            self.devices()
+        parts = 1 if span is None else max(1, min(split, end - begin))
+        if parts > 1:
+            # Round robin picks among connected servers: connect before the parts.
+            grpc.channel_ready_future(self._channel).result(timeout=10)
+            for _ in range(parts):
+                self.devices()
+        results = _Results(named, full, span)
+        deadline = None if timeout is None else time.monotonic() + timeout
 
         def part(k):
-            one = pricer_pb2.PriceRequest()
-            one.CopyFrom(request)
-            one.column_begin, one.column_end = bounds[k], bounds[k + 1]
-            one.output.terminal_prices = request.output.terminal_prices and k == 0
-            view = False if whole is None else whole[:, bounds[k] - begin:bounds[k + 1] - begin]
+            piece = None if span is None else (begin + (end - begin) * k // parts,
+                                                begin + (end - begin) * (k + 1) // parts)
+            # Every part computes the same ST; the first sends it.
+            _Part(self._stub, request, piece, terminal_prices and k == 0, results,
+                  deadline).run()
+
+        if parts == 1:
+            part(0)
+        else:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=parts) as pool:
+                list(pool.map(part, range(parts)))
+        return results.result()
+
+
+def _contradiction(what):
+    return PricerError(grpc.StatusCode.INTERNAL, "the server sent " + what)
+
+
+class _Ranges:
+    """A set of column (or issuer) indices kept as merged half-open ranges."""
+
+    def __init__(self):
+        self._ranges = []  # sorted, disjoint, never adjacent
+        self.count = 0
+
+    def add(self, begin, end):
+        if begin >= end:
+            return
+        kept = []
+        for first, last in self._ranges:
+            if last < begin or first > end:
+                kept.append((first, last))
+            else:  # overlaps or touches: absorb it
+                begin, end = min(begin, first), max(end, last)
+                self.count -= last - first
+        kept.append((begin, end))
+        self._ranges = sorted(kept)
+        self.count += end - begin
+
+    def missing(self, begin, end):
+        """The ranges of [begin, end) not in the set, in order."""
+        gaps, at = [], begin
+        for first, last in self._ranges:
+            if last <= at or first >= end:
+                continue
+            if first > at:
+                gaps.append((at, first))
+            at = max(at, last)
+        if at < end:
+            gaps.append((at, end))
+        return gaps
+
+    def overlaps(self, begin, end):
+        return any(first < end and begin < last for first, last in self._ranges)
+
+
+class _Results:
+    """The arrays of one price() call, filled by the replies of all its calls
+    (parts and retries; thread-safe). `span`: the whole column range, or
+    None to take it from the first `accepted`."""
+
+    def __init__(self, named, full, span):
+        self._named, self._full, self._span = named, full, span
+        self._lock = threading.Lock()
+        self._result = None
+
+    def accepted(self, accepted):
+        with self._lock:
+            r = self._result
+            if r is not None:  # another part, or a retry: the same model, inside the range
+                if (accepted.paths, accepted.issuers) != (r.paths, r.issuers) or \
+                        accepted.column_begin < r.column_begin or \
+                        accepted.column_end > r.column_end:
+                    raise _contradiction("calls of one request with different shapes")
+                return
+            begin, end = self._span or (accepted.column_begin, accepted.column_end)
+            shape = (accepted.paths, end - begin)
+            full = self._full
+            if isinstance(full, str):
+                sc = np.lib.format.open_memmap(full, mode="w+", dtype=np.float32, shape=shape,
+                                               fortran_order=True)
+            elif isinstance(full, np.ndarray):
+                if full.shape != shape or full.dtype != np.float32:
+                    raise ValueError(f"full must be a float32 array of shape {shape}")
+                sc = full
+            elif full:
+                sc = np.empty(shape, dtype=np.float32, order="F")
+            else:
+                sc = None
+            names = ["v0"] + [name for name, _, _ in self._named]
+            self._result = PriceResult(begin, end, accepted.paths, accepted.issuers,
+                                       {name: np.full(end - begin, np.nan) for name in names},
+                                       sc, None, 0.0, 0.0)
+
+    def _started(self):
+        if self._result is None:
+            raise _contradiction("results before the accepted reply")
+        return self._result
+
+    def chunk(self, chunk):
+        with self._lock:
+            r = self._started()
+            first = chunk.column_begin - r.column_begin
+            window = slice(first, first + chunk.column_end - chunk.column_begin)
+            if r.full is not None and chunk.values:
+                r.full[:, window] = np.frombuffer(chunk.values, dtype="<f4").reshape(
+                    (chunk.column_end - chunk.column_begin, chunk.rows)).T
+            if chunk.HasField("statistics"):
+                s = chunk.statistics
+                r.statistics["v0"][window] = s.v0
+                for name, kind, level in self._named:
+                    r.statistics[name][window] = (getattr(s, kind) if level is None
+                                                  else _levels(s, kind)[level])
+
+    def prices(self, begin, end, rows, values):
+        with self._lock:
+            r = self._started()
+            if r.terminal_prices is None:
+                r.terminal_prices = np.empty((r.paths, r.issuers), dtype=np.float32, order="F")
+            r.terminal_prices[:, begin:end] = np.frombuffer(values, dtype="<f4").reshape(
+                (end - begin, rows)).T
+
+    def finished(self, finished):
+        # Parts add up: work sums, the wall time is the longest call's.
+        with self._lock:
+            r = self._started()
+            r.elapsed_seconds = max(r.elapsed_seconds, finished.elapsed_seconds)
+            r.flops += finished.flops
+
+    def result(self):
+        if isinstance(self._result.full, np.memmap):
+            self._result.full.flush()
+        return self._result
+
+
+class _Part:
+    """One column range of a request and what has arrived of it: calls until
+    every column, and the terminal prices when this part asks for them, have
+    arrived, asking a broken call's successor only for what is missing."""
+
+    def __init__(self, stub, request, span, terminal_prices, results, deadline):
+        self._stub, self._results, self._deadline = stub, results, deadline
+        self._request = pricer_pb2.PriceRequest()
+        self._request.CopyFrom(request)
+        self._span = span  # None: the request's own range, learned from `accepted`
+        self._terminal_prices = terminal_prices
+        output = request.output
+        # False for a request of terminal prices only: no chunk comes.
+        self._columns_wanted = output.full or output.HasField("statistics") or not terminal_prices
+        self._columns, self._prices = _Ranges(), _Ranges()
+        self._issuers = 0
+
+    def _prices_missing(self):
+        return self._terminal_prices and (
+            self._issuers == 0 or bool(self._prices.missing(0, self._issuers)))
+
+    def _missing_columns(self, span):
+        return self._columns.missing(*span) if self._columns_wanted else []
+
+    def _complete(self):
+        return (self._span is not None and not self._missing_columns(self._span)
+                and not self._prices_missing())
+
+    def run(self):
+        retries, backoff = 0, FIRST_BACKOFF_SECONDS
+        while True:
+            before = self._columns.count + self._prices.count
             try:
-                return self._collect(self._stub.Price(one, timeout=timeout), named, view)
+                self._call_for_missing()
+                return
             except grpc.RpcError as error:
-                raise PricerError(error.code(), error.details()) from None
+                code, details = error.code(), error.details()
+            if code not in RETRYABLE_CODES:
+                raise PricerError(code, details)
+            if self._complete():
+                return  # it broke after the last column
+            # A call that brought something new restarts the count: a long
+            # job survives several outages, one that cannot progress stops.
+            if self._columns.count + self._prices.count > before:
+                retries, backoff = 0, FIRST_BACKOFF_SECONDS
+            if retries == MAX_RETRIES:
+                raise PricerError(code, details)
+            retries += 1
+            if self._span is None:
+                what = "the call"
+            else:
+                missing = sum(b - a for a, b in self._missing_columns(self._span))
+                what = f"columns [{self._span[0]}, {self._span[1]}) ({missing} missing)"
+            _log.warning("%s broke with %s: %s; retry %d of %d in %.1f s", what, code.name,
+                         details, retries, MAX_RETRIES, backoff)
+            time.sleep(backoff)
+            backoff *= 2
 
-        with concurrent.futures.ThreadPoolExecutor(max_workers=split) as pool:
-            parts = list(pool.map(part, range(split)))
-        statistics = {name: np.concatenate([p.statistics[name] for p in parts])
-                      for name in parts[0].statistics}
-        if isinstance(whole, np.memmap):
-            whole.flush()
-        return PriceResult(begin, end, parts[0].paths, parts[0].issuers, statistics, whole,
-                           parts[0].terminal_prices, max(p.elapsed_seconds for p in parts),
-                           sum(p.flops for p in parts))
+    def _call_for_missing(self):
+        if self._span is None:
+            self._call(None, self._terminal_prices)
+            return
+        with_prices = self._prices_missing()
+        missing = self._missing_columns(self._span)
+        if not missing and with_prices:
+            # Only the terminal prices are missing: one column carries them
+            # (and its chunk, already here, is dropped).
+            missing = [(self._span[0], self._span[0] + 1)]
+        for asked in missing:
+            self._call(asked, with_prices)
+            with_prices = False
 
-    @staticmethod
-    def _collect(replies, named, full) -> PriceResult:
-        result = None
-        for reply in replies:
-            kind = reply.WhichOneof("kind")
-            if kind == "accepted":
-                accepted = reply.accepted
-                columns = accepted.column_end - accepted.column_begin
-                shape = (accepted.paths, columns)
-                if isinstance(full, str):
-                    sc = np.lib.format.open_memmap(full, mode="w+", dtype=np.float32,
-                                                   shape=shape, fortran_order=True)
-                elif isinstance(full, np.ndarray):
-                    if full.shape != shape or full.dtype != np.float32:
-                        raise ValueError(f"full must be a float32 array of shape {shape}")
-                    sc = full
-                elif full:
-                    sc = np.empty(shape, dtype=np.float32, order="F")
-                else:
-                    sc = None
-                result = PriceResult(
-                    accepted.column_begin, accepted.column_end, accepted.paths, accepted.issuers,
-                    {name: np.full(columns, np.nan) for name in ["v0"] + [n for n, _, _ in named]},
-                    sc, None, 0.0, 0.0)
-            elif kind == "chunk":
-                chunk = reply.chunk
-                first = chunk.column_begin - result.column_begin
-                count = chunk.column_end - chunk.column_begin
-                window = slice(first, first + count)
-                if result.full is not None and chunk.values:
-                    result.full[:, window] = np.frombuffer(chunk.values, dtype="<f4").reshape(
-                        (count, chunk.rows)).T
-                if chunk.HasField("statistics"):
-                    s = chunk.statistics
-                    result.statistics["v0"][window] = s.v0
-                    for name, kind_, level in named:
-                        values = getattr(s, kind_) if level is None else _levels(s, kind_)[level]
-                        result.statistics[name][window] = values
-            elif kind == "prices":
-                prices = reply.prices
-                if result.terminal_prices is None:
-                    result.terminal_prices = np.empty((result.paths, result.issuers),
-                                                      dtype=np.float32, order="F")
-                count = prices.issuer_end - prices.issuer_begin
-                result.terminal_prices[:, prices.issuer_begin:prices.issuer_end] = np.frombuffer(
-                    prices.values, dtype="<f4").reshape((count, prices.rows)).T
-            elif kind == "finished":
-                result.elapsed_seconds = reply.finished.elapsed_seconds
-                result.flops = reply.finished.flops
-        if isinstance(result.full, np.memmap):
-            result.full.flush()
-        return result
+    def _call(self, asked, with_prices):
+        request = self._request
+        if asked is not None:
+            request.column_begin, request.column_end = asked
+        request.output.terminal_prices = with_prices
+        timeout = None
+        if self._deadline is not None:
+            timeout = self._deadline - time.monotonic()
+            if timeout <= 0:
+                raise PricerError(grpc.StatusCode.DEADLINE_EXCEEDED, "the timeout has passed")
+        call = self._stub.Price(request, timeout=timeout)
+        try:
+            for reply in call:
+                self._take(reply, asked)
+        except grpc.RpcError:
+            raise
+        except BaseException:
+            call.cancel()  # our own error: stop the job
+            raise
+        # The call says it is done: everything asked for must be here.
+        if self._span is None:
+            raise _contradiction("a finished call without an accepted reply")
+        want = asked or self._span
+        missing = self._missing_columns(want)
+        if missing:
+            raise _contradiction(f"a finished call without columns [{missing[0][0]}, "
+                                 f"{missing[0][1]})")
+        if with_prices and self._prices_missing():
+            raise _contradiction("a finished call without all the terminal prices")
+
+    def _take(self, reply, asked):
+        kind = reply.WhichOneof("kind")
+        if kind == "accepted":
+            accepted = reply.accepted
+            if self._span is None:
+                self._span = (accepted.column_begin, accepted.column_end)
+            self._issuers = self._issuers or accepted.issuers
+            self._results.accepted(accepted)
+        elif kind == "chunk":
+            chunk = reply.chunk
+            begin, end = chunk.column_begin, chunk.column_end
+            want = asked or self._span
+            if want is None or begin < want[0] or end > want[1] or begin >= end:
+                raise _contradiction(f"a chunk of columns [{begin}, {end}) outside the columns "
+                                     "asked for")
+            if not self._columns.missing(begin, end):
+                return  # only carried the terminal prices
+            if self._columns.overlaps(begin, end):
+                raise _contradiction(f"columns of [{begin}, {end}) twice")
+            self._results.chunk(chunk)
+            self._columns.add(begin, end)
+        elif kind == "prices":
+            # A retry that asks for the prices again gets all of them: keep
+            # the issuers that have not arrived.
+            prices = reply.prices
+            begin, end, rows = prices.issuer_begin, prices.issuer_end, prices.rows
+            if not 0 <= begin < end <= self._issuers or \
+                    len(prices.values) != 4 * rows * (end - begin):
+                raise _contradiction(f"a terminal-prices chunk of issuers [{begin}, {end}) "
+                                     "that does not fit")
+            for first, last in self._prices.missing(begin, end):
+                values = prices.values[4 * rows * (first - begin):4 * rows * (last - begin)]
+                self._results.prices(first, last, rows, values)
+                self._prices.add(first, last)
+        elif kind == "finished":
+            self._results.finished(reply.finished)
