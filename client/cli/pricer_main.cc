@@ -34,7 +34,8 @@ int Fail(const grpc::Status& status) {
 }
 
 // The journal of one `pricer price` run (progress_journal.h), next to its
-// first output file; none without one. It starts once the first `accepted`
+// first output file that is a regular file; none without one (nothing to
+// resume into /dev/null). It starts once the first `accepted`
 // has created the files, takes each reply after its values are in them, and
 // goes when the run succeeds.
 class RunJournal {
@@ -43,7 +44,8 @@ class RunJournal {
       : fingerprint_(pricer::ProgressJournal::Fingerprint(
             request, {files.full_npy, files.stats_csv, files.prices_npy})) {
     for (const std::string* file : {&files.full_npy, &files.stats_csv, &files.prices_npy}) {
-      if (path_.empty() && !file->empty()) path_ = *file + ".progress";
+      const bool sink = std::filesystem::exists(*file) && !std::filesystem::is_regular_file(*file);
+      if (path_.empty() && !file->empty() && !sink) path_ = *file + ".progress";
     }
   }
 

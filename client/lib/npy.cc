@@ -1,5 +1,6 @@
 #include "client/lib/npy.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -58,9 +59,12 @@ absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path,
   const std::string header = MakeHeader(rows, columns);
   std::fwrite(header.data(), 1, header.size(), file);
   NpyColumnWriter writer(file, path, rows, columns, static_cast<int64_t>(header.size()));
-  // Size the file up front: columns arrive in any order.
+  // Size the file up front: columns arrive in any order. A device such as
+  // /dev/null (a benchmark's sink) takes the writes as they come.
   const int64_t total = writer.data_offset_ + rows * columns * 4;
-  if (std::fflush(file) != 0 || ftruncate(fileno(file), total) != 0) {
+  struct stat info {};
+  const bool regular = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode);
+  if (std::fflush(file) != 0 || (regular && ftruncate(fileno(file), total) != 0)) {
     return absl::InternalError(absl::StrCat("cannot size ", path, " to ", total, " bytes"));
   }
   return writer;

@@ -164,6 +164,17 @@ class CliNumpyTest(unittest.TestCase):
         self.assertEqual(part.shape, (1500, 268))
         np.testing.assert_array_equal(part, whole[:, 65:333])
 
+    def test_full_output_to_dev_null_streams_without_a_journal(self):
+        # A benchmark's sink: the full result goes nowhere, the statistics
+        # still arrive, and no journal is created beside /dev/null.
+        common = ["--issuers", "20", "--paths", "1500", "--seed", "11", "--scenarios", "700",
+                  "--stats", "mean,var:0.99"]
+        self.pricer(*common, "--full-out", os.devnull, "--stats-out", self.path("sink.csv"))
+        self.pricer(*common, "--stats-out", self.path("nosink.csv"))
+        with open(self.path("sink.csv")) as a, open(self.path("nosink.csv")) as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertFalse(os.path.exists(os.devnull + ".progress"))
+
     def test_seed_preset_at_reduced_scale(self):
         proc = self.pricer("--preset", "seed", "--scenarios", "300", "--paths", "500",
                            "--stats-out", self.path("seed.csv"))
