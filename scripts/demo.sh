@@ -8,20 +8,14 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh > /dev/null
 build_dir=${BUILD_DIR:-build}
+source scripts/lib/pricerd_port.sh
 
 log=$(mktemp)
 "$build_dir/server/pricerd" --listen 127.0.0.1:0 --devices cpu > "$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$log"' EXIT
 
-port=""
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log")
-  [[ -n "$port" ]] && break
-  kill -0 "$server" 2>/dev/null || { cat "$log"; exit 1; }
-  sleep 0.1
-done
-[[ -n "$port" ]] || { echo "pricerd did not start"; cat "$log"; exit 1; }
+port=$(pricerd_port "$log" "$server")
 echo "pricerd is serving on 127.0.0.1:$port"
 
 "$build_dir/client/pricer" price --target "127.0.0.1:$port" --preset seed --scenarios 20000 \

@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+source scripts/lib/pricerd_port.sh
 pack_dir="$root/.device"
 archive="$pack_dir/pricer-gpu.tar.xz"
 
@@ -45,19 +46,6 @@ pack() {
   echo "packed $(du -h "$archive" | cut -f1) into $archive"
 }
 
-# Prints the port pricerd logged, waiting up to 30 s.
-wait_for_port() {
-  local log=$1 server=$2 port=""
-  for _ in $(seq 1 300); do
-    port=$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log")
-    [[ -n "$port" ]] && { echo "$port"; return 0; }
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
-  cat "$log" >&2
-  return 1
-}
-
 # One row of the table: starts pricerd on the GPU, prices `$@` with the CLI,
 # reads the device's peak and budget, stops the server. Prints seconds
 # (server and wall), TFLOP/s, SC GB/s (SC bytes over server seconds: a lower
@@ -71,7 +59,7 @@ price_row() {
   "$bin/pricerd" --listen 127.0.0.1:0 --devices cuda > "$server_log" 2>&1 &
   local server=$!
   local port
-  port=$(wait_for_port "$server_log" "$server") || return 1
+  port=$(pricerd_port "$server_log" "$server") || return 1
   local ok=0
   "$bin/pricer" price --target "127.0.0.1:$port" "$@" > "$log" 2>&1 &&
     "$bin/pricer" devices --target "127.0.0.1:$port" --json > "$out/$label.devices.json" || ok=1

@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev liblapacke-dev libssl-dev libspdlog-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-grpcio python3-grpc-tools python3-protobuf
+  python3-matplotlib time
 )
 
 missing=()
