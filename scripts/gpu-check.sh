@@ -94,7 +94,12 @@ run() {
   unpacked=$(mktemp -d)
   tar -C "$unpacked" -xJf "$archive"
   bin="$unpacked/pricer/bin"
-  export LD_LIBRARY_PATH="$unpacked/pricer/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # cuBLAS from the machine's CUDA Toolkit, or else from the cuBLAS wheel
+  # that PyTorch brings.
+  local cublas_wheel
+  cublas_wheel=$(python3 -c 'import os, nvidia.cublas as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
+  export LD_LIBRARY_PATH="$unpacked/pricer/lib:/usr/local/cuda/lib64${cublas_wheel:+:$cublas_wheel}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  ldd "$bin/pricerd" | grep -E "cublas|not found" || true
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader |
     tee "$out/gpu.txt"
 
