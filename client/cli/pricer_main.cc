@@ -240,6 +240,7 @@ int RunDevices(const std::string& target, bool json) {
     std::cout << absl::StrFormat("%-10s %-6s %16d %16d %16d %12d %10.2f\n", d.name(), d.kind(),
                                  d.memory_budget_bytes(), d.bytes_in_use(), d.peak_bytes(),
                                  d.shards_done(), d.busy_seconds());
+    if (!d.lost().empty()) std::cout << "  lost: " << d.lost() << "\n";
   }
   std::cout << absl::StrFormat("jobs queued or running: %d of %d; unsent chunk bytes: %d of %d\n",
                                reply.queued_jobs(), reply.max_queued_jobs(), reply.pending_bytes(),

@@ -1,6 +1,7 @@
 #include "server/cuda/cuda_status.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/engine/device.h"
 
 namespace pricer {
 namespace {
@@ -23,7 +24,21 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_
     case cudaErrorDevicesUnavailable:
     case cudaErrorSystemDriverMismatch:
     case cudaErrorCompatNotSupportedOnDevice:
-      return absl::UnavailableError(message);
+      return DeviceLost(absl::UnavailableError(message));
+    // Faults that leave the CUDA context unusable for the rest of the
+    // process (the runtime's "sticky" errors): every later call on this GPU
+    // fails the same way.
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return DeviceLost(absl::InternalError(message));
     default:
       return absl::InternalError(message);
   }
@@ -38,7 +53,7 @@ absl::Status CublasStatus(cublasStatus_t status, absl::string_view call, absl::s
     case CUBLAS_STATUS_ALLOC_FAILED:
       return absl::ResourceExhaustedError(message);
     case CUBLAS_STATUS_NOT_INITIALIZED:
-      return absl::UnavailableError(message);
+      return DeviceLost(absl::UnavailableError(message));
     default:
       return absl::InternalError(message);
   }

@@ -16,11 +16,15 @@ namespace pricer {
 // (cudaErrorMemoryAllocation)". Codes: RESOURCE_EXHAUSTED for allocation
 // failures, UNAVAILABLE when there is no usable device or driver, INTERNAL
 // for the rest. `call` may be the whole call expression; only the function
-// name is kept.
+// name is kept. A missing device or driver, and a fault that breaks the CUDA
+// context (an illegal address, a failed launch, an uncorrectable ECC error),
+// are also marked DeviceLost (server/engine/device.h): the engine stops
+// giving work to that GPU.
 absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_view device);
 
 // The same for cuBLAS: RESOURCE_EXHAUSTED for CUBLAS_STATUS_ALLOC_FAILED,
-// UNAVAILABLE for CUBLAS_STATUS_NOT_INITIALIZED, INTERNAL for the rest.
+// UNAVAILABLE (and lost) for CUBLAS_STATUS_NOT_INITIALIZED, INTERNAL for the
+// rest.
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view call, absl::string_view device);
 
 }  // namespace pricer

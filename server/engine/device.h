@@ -16,6 +16,13 @@
 
 namespace pricer {
 
+// A failure after which a device can take no more work: its GPU or driver is
+// gone, or its CUDA context is broken by a fault. The engine stops planning
+// on that device ("lost") and retries its shards elsewhere. `cause` keeps its
+// code and message; a payload marks it.
+absl::Status DeviceLost(absl::Status cause);
+bool IsDeviceLost(const absl::Status& status);
+
 // What one shard gives back, for its kept columns [out_begin, out_end).
 struct ShardOutput {
   std::vector<float> values;    // P x columns, column-major, when full output is on

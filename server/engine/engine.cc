@@ -92,8 +92,10 @@ absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
     return device.ResidentBytes(spec) + device.ShardBytes(spec, width) <= device.memory().budget();
   };
   auto fit_all = [&](int64_t width) {
-    return std::all_of(devices_.begin(), devices_.end(),
-                       [&](const auto& device) { return fits(*device, width); });
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      if (queues_[d].lost.empty() && !fits(*devices_[d], width)) return false;
+    }
+    return true;
   };
   // Narrower shards need less memory; the narrowest is one column block.
   if (plan->shard_count > 0) {
@@ -108,13 +110,17 @@ absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
 
   std::vector<DevicePlan> plans;
   int64_t usable = 0;
-  for (const auto& device : devices_) {
+  std::string lost;
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const Device* device = devices_[d].get();
     DevicePlan p;
     p.device = device->name();
     p.resident_bytes = device->ResidentBytes(spec);
     p.shard_bytes = width > 0 ? device->ShardBytes(spec, width) : 0;
     const int64_t room = device->memory().budget() - p.resident_bytes;
-    if (room >= p.shard_bytes) {
+    if (!queues_[d].lost.empty()) {
+      absl::StrAppend(&lost, lost.empty() ? "" : "; ", queues_[d].lost);
+    } else if (room >= p.shard_bytes) {
       const int64_t by_memory = p.shard_bytes > 0 ? room / p.shard_bytes : INT64_MAX;
       p.shards_in_flight =
           std::min<int64_t>({by_memory, options_.max_shards_in_flight, device->MaxShardsInFlight(),
@@ -123,10 +129,16 @@ absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
     }
     plans.push_back(p);
   }
+  if (usable == 0 && lost.size() > 0 &&
+      std::all_of(queues_.begin(), queues_.end(),
+                  [](const DeviceQueue& q) { return !q.lost.empty(); })) {
+    return absl::UnavailableError(absl::StrCat("no device can take work: ", lost));
+  }
   if (usable == 0) {
     int64_t needed = INT64_MAX;
     int64_t largest_budget = 0;
     for (size_t d = 0; d < devices_.size(); ++d) {
+      if (!queues_[d].lost.empty()) continue;
       needed = std::min(needed, plans[d].resident_bytes + plans[d].shard_bytes);
       largest_budget = std::max(largest_budget, devices_[d]->memory().budget());
     }
@@ -140,20 +152,22 @@ absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
 
 absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
   ShardPlan plan = PlanShards(spec);
-  absl::StatusOr<std::vector<DevicePlan>> device_plans = PlanDevices(spec, &plan);
-  if (!device_plans.ok()) return device_plans.status();
-  auto job = std::make_shared<Job>(absl::StrCat("job-", next_job_id_++), std::move(spec), plan,
-                                   *std::move(device_plans), options_.max_pending_bytes_per_job,
-                                   pending_, signal_);
+  std::shared_ptr<Job> job;
   {
     std::lock_guard lock(signal_->mu);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
+    // Under the lock: a device lost meanwhile is not planned on.
+    absl::StatusOr<std::vector<DevicePlan>> device_plans = PlanDevices(spec, &plan);
+    if (!device_plans.ok()) return device_plans.status();
     if (static_cast<int64_t>(jobs_.size()) >= options_.max_queued_jobs) {
       return absl::ResourceExhaustedError(
           absl::StrCat(jobs_.size(),
                        " jobs are queued or running, the server's limit "
                        "(--max-queued-jobs); retry later"));
     }
+    job = std::make_shared<Job>(absl::StrCat("job-", next_job_id_++), std::move(spec), plan,
+                                *std::move(device_plans), options_.max_pending_bytes_per_job,
+                                pending_, signal_);
     jobs_.push_back(job);
     for (size_t d = 0; d < devices_.size(); ++d) {
       if (job->device_plans_[d].shards_in_flight > 0) queues_[d].jobs.push_back(job);
@@ -173,7 +187,7 @@ std::vector<DeviceStatus> Engine::DeviceStatuses() const {
     statuses.push_back(
         DeviceStatus{device.name(), device.kind(), device.memory().budget(),
                      device.memory().in_use(), device.memory().peak(), q.shards_done,
-                     q.busy_seconds + (q.running > 0 ? Seconds(now - q.busy_since) : 0.0)});
+                     q.busy_seconds + (q.running > 0 ? Seconds(now - q.busy_since) : 0.0), q.lost});
   }
   return statuses;
 }
@@ -210,6 +224,7 @@ bool Engine::PickTask(size_t device, Task* task) {
     }
     Tidy(job);
   }
+  if (!q.lost.empty()) return false;
   // Candidates in round-robin order from the cursor, higher priority first.
   const size_t n = q.jobs.size();
   std::vector<size_t> order(n);
@@ -390,25 +405,43 @@ void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
     q.intervals.push_back(ShardInterval{job.id_, task.index - job.prices_chunks_, task.start, now});
     if (q.intervals.size() > kMaxIntervalsPerDevice) q.intervals.pop_front();
   }
+  if (!status.ok() && IsDeviceLost(status) && q.lost.empty()) MarkLost(device, status);
   if (!status.ok() && !job.cancelled_) {
     const std::string failure =
         absl::StrCat("device ", devices_[device]->name(), ": ", status.message());
-    const bool elsewhere = [&] {
-      for (size_t d = 0; d < devices_.size(); ++d) {
-        if (d != device && job.device_plans_[d].shards_in_flight > 0) return true;
-      }
-      return false;
-    }();
     if (task.is_retry) {
       job.Stop(
           absl::InternalError(absl::StrCat(failure, " (retried after ", task.first_failure, ")")));
-    } else if (elsewhere) {
+    } else if (CanRunElsewhere(job, device)) {
       job.retries_.push_back(Job::Retry{task.index, device, failure});
     } else {
       job.Stop(absl::InternalError(failure));
     }
   }
   Tidy(task.job);
+}
+
+bool Engine::CanRunElsewhere(const Job& job, size_t device) const {
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (d != device && job.device_plans_[d].shards_in_flight > 0 && queues_[d].lost.empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void Engine::MarkLost(size_t device, const absl::Status& why) {
+  queues_[device].lost = std::string(why.message());
+  for (const auto& job : jobs_) {
+    if (job->cancelled_ || !job->has_work() || job->device_plans_[device].shards_in_flight == 0) {
+      continue;
+    }
+    if (!CanRunElsewhere(*job, device)) {
+      job->Stop(absl::UnavailableError(absl::StrCat("device ", devices_[device]->name(),
+                                                    " was lost (", why.message(),
+                                                    ") and no other device can run the job")));
+    }
+  }
 }
 
 void Engine::Release(Job& job, size_t device) {

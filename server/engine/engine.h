@@ -54,6 +54,9 @@ struct DeviceStatus {
   int64_t peak_bytes = 0;
   int64_t shards_done = 0;
   double busy_seconds = 0;  // time with at least one task running
+  // Why the device takes no more work (a DeviceLost failure); empty while
+  // it is usable.
+  std::string lost;
 };
 
 struct JobSummary {
@@ -173,7 +176,7 @@ class Engine {
 
   // Plans and queues a validated job; its chunks arrive on job->results().
   // RESOURCE_EXHAUSTED when the job fits no device's budget or the queue is
-  // full; nothing is allocated then.
+  // full, UNAVAILABLE when every device is lost; nothing is allocated then.
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec);
 
   std::vector<DeviceStatus> DeviceStatuses() const;
@@ -201,10 +204,19 @@ class Engine {
     double busy_seconds = 0;
     int64_t shards_done = 0;
     std::deque<ShardInterval> intervals;
+    std::string lost;  // set once by a DeviceLost failure; then nothing is planned here
   };
 
-  // The shard width and per-device plans for `spec`, or RESOURCE_EXHAUSTED.
-  absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec, ShardPlan* plan) const;
+  // The shard width and per-device plans for `spec` on the devices not lost,
+  // or RESOURCE_EXHAUSTED (UNAVAILABLE when every device is lost).
+  absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec, ShardPlan* plan) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  // Whether a device other than `device` may run tasks of `job` (planned
+  // there and not lost).
+  bool CanRunElsewhere(const Job& job, size_t device) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  // Marks `device` lost and stops the jobs no other device can run.
+  void MarkLost(size_t device, const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   void WorkerLoop(size_t device);
   bool PickTask(size_t device, Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   // Takes `job`'s next task on `device`, or sets `short_of_memory` when the

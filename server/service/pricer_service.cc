@@ -290,6 +290,7 @@ grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext
     info->set_peak_bytes(status.peak_bytes);
     info->set_shards_done(status.shards_done);
     info->set_busy_seconds(status.busy_seconds);
+    info->set_lost(status.lost);
   }
   const EngineStatus engine = engine_.Status();
   reply->set_queued_jobs(engine.queued_jobs);

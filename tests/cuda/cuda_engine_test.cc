@@ -192,17 +192,23 @@ TEST(CudaDeviceSizingTest, AJobOverTheBudgetIsRefusedBeforeAnyCudaCall) {
   EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-TEST(CudaWithoutGpuTest, AJobFailsNamingTheDeviceAndTheCall) {
+TEST(CudaWithoutGpuTest, AJobFailsNamingTheDeviceAndTheCallAndTheDeviceIsLost) {
   if (HasGpu()) GTEST_SKIP() << "this host has a GPU";
   std::unique_ptr<Engine> engine = MakeCudaEngine();
   JobResult result = RunJob(*engine, SeedExampleSpec(512));
   ASSERT_FALSE(result.status.ok());
   EXPECT_THAT(std::string(result.status.message()), HasSubstr("cuda0"));
   EXPECT_THAT(std::string(result.status.message()), HasSubstr("cudaSetDevice failed"));
-  // Nothing stays reserved, and the engine takes the next job.
-  EXPECT_EQ(engine->DeviceStatuses()[0].bytes_in_use, 0);
-  JobResult again = RunJob(*engine, SeedExampleSpec(256));
-  EXPECT_FALSE(again.status.ok());
+  // Nothing stays reserved; the device is lost (no driver), and the engine
+  // refuses the next job saying why instead of failing it on the device.
+  const DeviceStatus status = engine->DeviceStatuses()[0];
+  EXPECT_EQ(status.bytes_in_use, 0);
+  EXPECT_THAT(status.lost, HasSubstr("cuda0: cudaSetDevice failed"));
+  absl::StatusOr<std::shared_ptr<Job>> again = engine->Submit(SeedExampleSpec(256));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(again.status().message()),
+              HasSubstr("no device can take work: cuda0: cudaSetDevice failed"));
 }
 
 TEST(CudaWithoutGpuTest, ACpuDeviceBesideItPricesTheJobUnchanged) {
@@ -216,8 +222,18 @@ TEST(CudaWithoutGpuTest, ACpuDeviceBesideItPricesTheJobUnchanged) {
   std::unique_ptr<Engine> cpu = MakeEngine();
   JobResult reference = RunJob(*cpu, spec);
   ASSERT_TRUE(reference.status.ok()) << reference.status;
-  EXPECT_EQ(result.sc, reference.sc);  // every shard was retried on cpu0
+  EXPECT_EQ(result.sc, reference.sc);  // the shards that failed on cuda0 ran on cpu0
   EXPECT_EQ(result.statistics.mean, reference.statistics.mean);
+  // cuda0 is lost after its first failure: the next job is planned on cpu0
+  // only, and nothing fails.
+  EXPECT_FALSE(mixed->DeviceStatuses()[0].lost.empty());
+  absl::StatusOr<std::shared_ptr<Job>> next = mixed->Submit(spec);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)->device_plans()[0].shards_in_flight, 0);
+  EXPECT_GT((*next)->device_plans()[1].shards_in_flight, 0);
+  const JobResult again = Collect(**next);
+  ASSERT_TRUE(again.status.ok()) << again.status;
+  EXPECT_EQ(again.sc, reference.sc);
 }
 
 // --- With a GPU ---------------------------------------------------------------

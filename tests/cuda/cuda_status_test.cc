@@ -6,6 +6,7 @@
 #include <string>
 
 #include "server/cuda/cuda_array.h"
+#include "server/engine/device.h"
 
 namespace pricer {
 namespace {
@@ -51,6 +52,19 @@ TEST(CudaStatusTest, CublasErrorsNameTheCallAndMapLikeCuda) {
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(CublasStatus(CUBLAS_STATUS_EXECUTION_FAILED, "cublasGemmEx", "cuda0").code(),
             absl::StatusCode::kInternal);
+}
+
+TEST(CudaStatusTest, AMissingDeviceOrABrokenContextIsDeviceLost) {
+  for (cudaError_t e : {cudaErrorNoDevice, cudaErrorInsufficientDriver, cudaErrorIllegalAddress,
+                        cudaErrorLaunchFailure, cudaErrorECCUncorrectable}) {
+    EXPECT_TRUE(IsDeviceLost(CudaStatus(e, "call", "cuda0"))) << cudaGetErrorName(e);
+  }
+  // Out of memory or a bad argument fails the call only.
+  for (cudaError_t e : {cudaErrorMemoryAllocation, cudaErrorInvalidValue}) {
+    EXPECT_FALSE(IsDeviceLost(CudaStatus(e, "call", "cuda0"))) << cudaGetErrorName(e);
+  }
+  EXPECT_TRUE(IsDeviceLost(CublasStatus(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate", "cuda0")));
+  EXPECT_FALSE(IsDeviceLost(CublasStatus(CUBLAS_STATUS_ALLOC_FAILED, "cublasCreate", "cuda0")));
 }
 
 absl::Status FailingCall(cudaError_t error) {

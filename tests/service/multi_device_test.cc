@@ -714,8 +714,15 @@ TEST(MultiDevice, DeadlineStopsTheJobAndFreesItsMemory) {
 // whatever the device.
 class InjectedFailures {
  public:
-  InjectedFailures(uint64_t seed, std::set<int64_t> shards, int times)
-      : seed_(seed), shards_(std::move(shards)), times_(times) {}
+  // `lose_device`: each failure is a DeviceLost fault (a broken GPU) rather
+  // than a failure of that shard only.
+  InjectedFailures(uint64_t seed, std::set<int64_t> shards, int times, bool lose_device = false)
+      : seed_(seed), shards_(std::move(shards)), times_(times), lose_device_(lose_device) {}
+
+  absl::Status Failure() const {
+    return lose_device_ ? DeviceLost(absl::InternalError("injected fault"))
+                        : absl::InternalError("injected failure");
+  }
 
   bool Fail(const JobSpec& spec, const Shard& shard, const std::string& device) {
     if (spec.seed != seed_ || !shards_.contains(shard.index)) return false;
@@ -734,6 +741,7 @@ class InjectedFailures {
   const uint64_t seed_;
   const std::set<int64_t> shards_;
   const int times_;
+  const bool lose_device_;
   mutable std::mutex mu_;
   std::map<int64_t, int> attempts_;
   std::vector<std::pair<int64_t, std::string>> failed_;
@@ -763,7 +771,7 @@ class FlakyCpuDevice : public CpuDevice {
           failures_(std::move(failures)) {}
 
     absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
-      if (failures_->Fail(spec_, shard, device_)) return absl::InternalError("injected failure");
+      if (failures_->Fail(spec_, shard, device_)) return failures_->Failure();
       return job_->RunShard(shard, out);
     }
     absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
@@ -869,6 +877,69 @@ TEST(ShardFailure, OnlyDeviceFailingEndsTheCallNamingIt) {
   EXPECT_LT(SecondsUntilIdle(*stub), 1.0);
   const Problem good = MakeProblem(6, 800, 70);
   ExpectResultIsProduct(RunCall(*stub, good.request), good.request, good.a);
+}
+
+// A device whose shard fails with DeviceLost takes no more work: the shard
+// runs on the other device, the result does not change, ListDevices says
+// why, and later jobs are planned on the other device only.
+TEST(LostDevice, TakesNoMoreWorkAndTheOtherDeviceFinishesTheJob) {
+  const Problem problem = MakeProblem(kIssuers, kPaths, kColumns, kFlakySeed);
+  Result clean;
+  {
+    std::unique_ptr<PricerServer> server = StartCpuServer("cpu:2", BudgetFor(1.5));
+    ASSERT_NE(server, nullptr);
+    clean = Collect(RunOn(*server, problem.request).call, problem.request);
+  }
+  auto failures = std::make_shared<InjectedFailures>(kFlakySeed, std::set<int64_t>{1}, 1,
+                                                     /*lose_device=*/true);
+  std::unique_ptr<PricerServer> server = StartFlakyServer(2, failures);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
+  const ServedRun run = RunOn(*server, problem.request);
+  ASSERT_TRUE(run.call.status.ok()) << run.call.status.error_message();
+  ExpectSameResult(Collect(run.call, problem.request), clean, kPaths, 0, kColumns, "lost");
+
+  ASSERT_EQ(failures->failed().size(), 1u);
+  const std::string lost_name = failures->failed()[0].second;
+  const int lost = lost_name == "cpu0" ? 0 : 1;
+  v1::ListDevicesReply devices = ListDevices(*stub);
+  EXPECT_EQ(devices.devices(lost).lost(), "injected fault");
+  EXPECT_EQ(devices.devices(1 - lost).lost(), "");
+  EXPECT_LT(SecondsUntilIdle(*stub), 1.0);
+  EXPECT_EQ(devices.devices(lost).bytes_in_use(), 0);
+
+  // The next job: planned on the other device only, and only it works.
+  const int64_t lost_done = devices.devices(lost).shards_done();
+  const Problem next = MakeProblem(kIssuers, kPaths, kColumns, 7);
+  const PriceCall call = RunCall(*stub, next.request);
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  ExpectResultIsProduct(call, next.request, next.a);
+  const v1::Plan& plan = call.replies.front().accepted().plan();
+  EXPECT_EQ(plan.device_plans(lost).shards_in_flight(), 0);
+  EXPECT_GT(plan.device_plans(1 - lost).shards_in_flight(), 0);
+  devices = ListDevices(*stub);
+  EXPECT_EQ(devices.devices(lost).shards_done(), lost_done);
+}
+
+// With its only device lost, a server refuses new jobs with UNAVAILABLE
+// saying why, and keeps answering ListDevices.
+TEST(LostDevice, ServerWithEveryDeviceLostRefusesJobsSayingWhy) {
+  auto failures = std::make_shared<InjectedFailures>(kFlakySeed, std::set<int64_t>{0}, 1,
+                                                     /*lose_device=*/true);
+  std::unique_ptr<PricerServer> server = StartFlakyServer(1, failures);
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
+  const PriceCall first =
+      RunCall(*stub, MakeProblem(kIssuers, kPaths, kColumns, kFlakySeed).request);
+  EXPECT_FALSE(first.status.ok());
+  EXPECT_THAT(first.status.error_message(), HasSubstr("injected fault"));
+
+  const Problem next = MakeProblem(6, 800, 70);
+  const PriceCall refused = RunCall(*stub, next.request);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(refused.status.error_message(), "no device can take work: injected fault");
+  EXPECT_TRUE(refused.replies.empty());
+  EXPECT_EQ(ListDevices(*stub).devices(0).lost(), "injected fault");
 }
 
 // A statistics and terminal prices request on an inline matrix, checked by
