@@ -133,6 +133,7 @@ class CudaDeviceJob : public DeviceJob {
   ~CudaDeviceJob() override {
     cudaSetDevice(device_.ordinal());
     if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
+    (void)cudaGetLastError();  // what failed here was reported when it happened
   }
 
   absl::Status Start() {
@@ -217,6 +218,7 @@ class CudaDeviceJob : public DeviceJob {
       // drop the slot rather than reuse buffers in an unknown state.
       cudaStreamSynchronize(slot->compute.get());
       cudaStreamSynchronize(slot->copy.get());
+      (void)cudaGetLastError();  // `status` already says what failed
       return status;
     }
     ReturnSlot(std::move(slot));
@@ -291,6 +293,11 @@ class CudaDeviceJob : public DeviceJob {
           !s.ok()) {
         return s;
       }
+      // Rows of statistics not asked for are copied back too: keep them
+      // defined.
+      PRICER_CUDA_RETURN_IF_ERROR(
+          name_, cudaMemset(slot->statistics.data(), 0,
+                            static_cast<size_t>(StatisticRows() * w) * sizeof(double)));
       if (absl::Status s =
               allocate(slot->statistics_host, StatisticRows() * w, "pinned statistics block");
           !s.ok()) {

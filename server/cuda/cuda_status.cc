@@ -12,6 +12,10 @@ absl::string_view FunctionName(absl::string_view call) { return call.substr(0, c
 
 absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_view device) {
   if (error == cudaSuccess) return absl::OkStatus();
+  // The runtime also keeps the error as this thread's "last error", which
+  // the next launch check (cudaGetLastError, and CUB's) would report again:
+  // it is handled here, so clear it. A sticky error survives the clear.
+  (void)cudaGetLastError();
   const std::string message =
       absl::StrCat(device, ": ", FunctionName(call), " failed: ", cudaGetErrorString(error), " (",
                    cudaGetErrorName(error), ")");
@@ -38,6 +42,7 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_
     case cudaErrorAssert:
     case cudaErrorECCUncorrectable:
     case cudaErrorContextIsDestroyed:
+    case cudaErrorLaunchTimeout:
       return DeviceLost(absl::InternalError(message));
     default:
       return absl::InternalError(message);

@@ -208,9 +208,10 @@ cudaError_t LaunchSegmentOffsets(int64_t paths, int* offsets, cudaStream_t strea
 
 int64_t SortScratchBytes(int64_t paths) {
   (void)paths;
-  // With a DoubleBuffer, DeviceSegmentedSort needs scratch only for its
-  // segment partition (a few index arrays of kSortColumns entries, each
-  // aligned): far below this bound, which SortColumns checks.
+  // With a DoubleBuffer, DeviceSegmentedSort needs scratch only to partition
+  // its segments, and none of that for kSortColumns (256) segments, below its
+  // partitioning threshold (the query returns a few hundred bytes). The bound
+  // leaves room for other CUB versions; SortColumns checks it.
   return int64_t{1} << 20;
 }
 

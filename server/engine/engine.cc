@@ -82,8 +82,9 @@ Engine::~Engine() {
   }
   signal_->cv.notify_all();
   for (std::thread& worker : workers_) worker.join();
-  std::lock_guard lock(signal_->mu);
+  std::unique_lock lock(signal_->mu);
   for (const auto& job : std::vector<std::shared_ptr<Job>>(jobs_)) Tidy(job);
+  DestroyReleased(lock);
 }
 
 absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
@@ -247,11 +248,12 @@ bool Engine::PickTask(size_t device, Task* task) {
   for (const auto& job : q.jobs) {
     const Job::OnDevice& on = *job->on_device_[device];
     if (job->waiting_for_reader_ && on.running == 0 && (on.resident || on.buffers > 0)) {
-      Release(*job, device);
+      Release(job, device);
       freed = true;
     }
   }
-  return freed && PickTask(device, task);
+  // The released memory counts as free once DestroyReleased has run.
+  return freed && released_.empty() && PickTask(device, task);
 }
 
 bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
@@ -309,6 +311,7 @@ void Engine::WorkerLoop(size_t device) {
   while (true) {
     Task task;
     while (!stopping_ && !PickTask(device, &task)) {
+      if (DestroyReleased(lock)) continue;  // memory came back: pick again
       signal_->cv.wait_until(lock, NextDeadline());
     }
     if (task.job == nullptr) break;  // stopping, nothing picked
@@ -317,6 +320,8 @@ void Engine::WorkerLoop(size_t device) {
     if (!status.ok()) task.job->results_.Unreserve(task.bytes);
     lock.lock();
     FinishTask(device, task, status);
+    task = Task{};  // the job may retire below
+    DestroyReleased(lock);
     // Freed memory, stream room or a retry may make other tasks runnable.
     signal_->cv.notify_all();
   }
@@ -444,23 +449,47 @@ void Engine::MarkLost(size_t device, const absl::Status& why) {
   }
 }
 
-void Engine::Release(Job& job, size_t device) {
-  Job::OnDevice& on = *job.on_device_[device];
-  const DevicePlan& plan = job.device_plans_[device];
-  queues_[device].committed_bytes -=
-      (on.resident ? plan.resident_bytes : 0) + on.buffers * plan.shard_bytes;
-  on.state.reset();
+void Engine::Release(const std::shared_ptr<Job>& job, size_t device) {
+  Job::OnDevice& on = *job->on_device_[device];
+  const DevicePlan& plan = job->device_plans_[device];
+  const int64_t bytes = (on.resident ? plan.resident_bytes : 0) + on.buffers * plan.shard_bytes;
+  if (on.state != nullptr) {
+    // Its bytes stay committed until it is destroyed, so that nothing else
+    // allocates them first.
+    ++job->releasing_;
+    released_.push_back(Released{job, device, bytes, std::move(on.state)});
+  } else {
+    queues_[device].committed_bytes -= bytes;
+  }
   on.resident = false;
   on.buffers = 0;
+}
+
+bool Engine::DestroyReleased(std::unique_lock<std::mutex>& lock) {
+  if (released_.empty()) return false;
+  std::vector<Released> released = std::move(released_);
+  released_.clear();
+  lock.unlock();
+  for (Released& r : released) r.state.reset();
+  lock.lock();
+  for (Released& r : released) {
+    queues_[r.device].committed_bytes -= r.bytes;
+    --r.job->releasing_;
+    Tidy(r.job);
+  }
+  signal_->cv.notify_all();
+  return true;
 }
 
 void Engine::Tidy(const std::shared_ptr<Job>& job) {
   const bool done = job->cancelled_ || !job->has_work();
   if (!done || job->retired_) return;
   for (size_t d = 0; d < devices_.size(); ++d) {
-    if (job->on_device_[d]->running == 0) Release(*job, d);
+    if (job->on_device_[d]->running == 0) Release(job, d);
   }
-  if (job->running_ > 0) return;
+  // Retire once nothing runs and its memory is back: a client that sees the
+  // stream end sees the devices' bytes returned.
+  if (job->running_ > 0 || job->releasing_ > 0) return;
   // Retire: nothing runs and nothing is left.
   job->retired_ = true;
   job->elapsed_seconds_ = Seconds(std::chrono::steady_clock::now() - job->start_);

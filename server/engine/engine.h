@@ -160,6 +160,7 @@ class Job {
   // Guarded by signal_->mu (the engine's lock).
   int64_t next_task_ = 0;
   int64_t running_ = 0;
+  int64_t releasing_ = 0;  // device states released, not yet destroyed
   bool retired_ = false;
   bool waiting_for_reader_ = false;  // its stream had no room for its next task
   std::deque<Retry> retries_;
@@ -229,7 +230,15 @@ class Engine {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   // Frees what an idle job holds on `device`, and retires a finished job.
   void Tidy(const std::shared_ptr<Job>& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
-  void Release(Job& job, size_t device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  // Takes the job's state off `device`. Its destruction waits for
+  // DestroyReleased, outside the lock: tearing down a GPU job synchronises
+  // the GPU, which must not hold up every device's scheduling.
+  void Release(const std::shared_ptr<Job>& job, size_t device)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
+  // Destroys the released states with `lock` unlocked, then (locked again)
+  // uncommits their bytes and retires jobs that waited for them. Returns
+  // whether there were any.
+  bool DestroyReleased(std::unique_lock<std::mutex>& lock);
   std::chrono::steady_clock::time_point NextDeadline() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
 
@@ -241,6 +250,14 @@ class Engine {
   std::vector<DeviceQueue> queues_;         // guarded by signal_->mu
   bool stopping_ = false;                   // guarded by signal_->mu
   std::atomic<int64_t> next_job_id_{1};
+  // Device states released and not yet destroyed, with what they commit.
+  struct Released {
+    std::shared_ptr<Job> job;
+    size_t device = 0;
+    int64_t bytes = 0;
+    std::unique_ptr<DeviceJob> state;
+  };
+  std::vector<Released> released_;  // guarded by signal_->mu
   std::vector<std::thread> workers_;
 };
 

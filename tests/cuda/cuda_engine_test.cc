@@ -174,8 +174,8 @@ TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) 
 TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
   JobSpec spec = SeedExampleSpec(100000);
   const CudaDevice probe("cuda0", 0, 0);
-  // Room for ST and one shard of 768 columns: half the planner's first
-  // choice of 1536 (the 64 MiB SC target, in 256-column blocks).
+  // Room for ST and one shard of 768 columns: the planner's first choice of
+  // 1792 (the 64 MiB SC target, in 256-column blocks) halved until it fits.
   const int64_t budget = probe.ResidentBytes(spec) + probe.ShardBytes(spec, 768);
   std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
   absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(std::move(spec));
@@ -335,12 +335,16 @@ TEST(CudaEngineTest, ResultsDoNotDependOnShardWidthOrColumnRange) {
 TEST(CudaEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {
   REQUIRE_GPU();
   JobSpec spec = RiskSpec(ScenarioMatrix::Generated(100, 5000, 8, 0.0f, 1.0f));
+  // Exactly room for ST and two shards of the planner's width: both slots
+  // run at the edge of the budget.
   const CudaDevice probe("cuda0", 0, 0);
-  const int64_t budget = probe.ResidentBytes(spec) + 2 * probe.ShardBytes(spec, 1024);
+  const int64_t width = PlanShards(spec).shard_columns;
+  const int64_t budget = probe.ResidentBytes(spec) + 2 * probe.ShardBytes(spec, width);
   std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
   const JobResult result = RunJob(*engine, spec);
   ASSERT_TRUE(result.status.ok()) << result.status;
   const DeviceStatus status = engine->DeviceStatuses()[0];
+  EXPECT_EQ(status.shards_done, PlanShards(spec).shard_count);
   EXPECT_GT(status.peak_bytes, 0);
   EXPECT_LE(status.peak_bytes, budget);
   EXPECT_EQ(status.bytes_in_use, 0);
