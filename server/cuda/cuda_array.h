@@ -1,13 +1,14 @@
-// Owned CUDA allocations: device arrays counted in the device's
-// MemoryAccount (the engine's budget), and pinned host staging buffers.
+// CUDA allocations: device arrays are AccountedArrays (counted in the
+// device's MemoryAccount, the engine's budget) whose memory comes from
+// cudaMalloc; pinned host staging buffers are owned but not counted.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -16,81 +17,49 @@
 
 namespace pricer {
 
-enum class CudaMemory {
-  kDevice,      // cudaMalloc, counted against the device's budget
-  kPinnedHost,  // cudaHostAlloc: page-locked host memory for async copies
+// The AccountedArray memory policy of a GPU: plain cudaMalloc on the current
+// device, never managed memory. `device` names it in errors.
+struct CudaDeviceMemory {
+  std::string device;
+
+  absl::Status Allocate(int64_t bytes, absl::string_view what, void** out) const {
+    return CudaStatus(cudaMalloc(out, static_cast<size_t>(bytes)), "cudaMalloc",
+                      absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
+  }
+  // Errors here are sticky context errors already reported by the call that
+  // caused them.
+  static void Free(void* data) { cudaFree(data); }
 };
 
-template <typename T, CudaMemory kMemory>
-class CudaArray {
- public:
-  CudaArray() = default;
-  CudaArray(const CudaArray&) = delete;
-  CudaArray& operator=(const CudaArray&) = delete;
-  CudaArray(CudaArray&& other) noexcept { *this = std::move(other); }
-  CudaArray& operator=(CudaArray&& other) noexcept {
-    Reset();
-    account_ = std::exchange(other.account_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    data_ = std::exchange(other.data_, nullptr);
-    return *this;
-  }
-  ~CudaArray() { Reset(); }
+template <typename T>
+using DeviceArray = AccountedArray<T, CudaDeviceMemory>;
 
-  // `size` elements (uninitialised) on the current device, or pinned on the
-  // host. Device bytes are reserved in `account` first, so a budget that is
-  // full gives RESOURCE_EXHAUSTED naming `what` before CUDA is asked.
-  static absl::Status Allocate(MemoryAccount* account, int64_t size, absl::string_view what,
-                               absl::string_view device, CudaArray* out) {
-    out->Reset();
+// Page-locked host memory, which asynchronous copies need; outside any
+// budget (host memory, bounded by the shard width).
+template <typename T>
+class PinnedArray {
+ public:
+  static absl::Status Allocate(int64_t size, absl::string_view what, absl::string_view device,
+                               PinnedArray* out) {
     const int64_t bytes = std::max<int64_t>(size, 1) * static_cast<int64_t>(sizeof(T));
-    if (kMemory == CudaMemory::kDevice) {
-      if (absl::Status s = account->Reserve(bytes, what); !s.ok()) return s;
-    }
     void* data = nullptr;
-    const cudaError_t error =
-        kMemory == CudaMemory::kDevice
-            ? cudaMalloc(&data, static_cast<size_t>(bytes))
-            : cudaHostAlloc(&data, static_cast<size_t>(bytes), cudaHostAllocDefault);
-    if (error != cudaSuccess) {
-      if (kMemory == CudaMemory::kDevice) account->Release(bytes);
-      return CudaStatus(error, kMemory == CudaMemory::kDevice ? "cudaMalloc" : "cudaHostAlloc",
-                        absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
+    if (absl::Status s =
+            CudaStatus(cudaHostAlloc(&data, static_cast<size_t>(bytes), cudaHostAllocDefault),
+                       "cudaHostAlloc", absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
+        !s.ok()) {
+      return s;
     }
-    out->account_ = kMemory == CudaMemory::kDevice ? account : nullptr;
-    out->size_ = size;
-    out->data_ = static_cast<T*>(data);
+    out->data_.reset(static_cast<T*>(data));
     return absl::OkStatus();
   }
 
-  T* data() { return data_; }
-  const T* data() const { return data_; }
-  int64_t size() const { return size_; }
+  T* data() { return data_.get(); }
 
  private:
-  void Reset() {
-    if (data_ == nullptr) return;
-    // Errors here are sticky context errors already reported by the call
-    // that caused them.
-    if (kMemory == CudaMemory::kDevice) {
-      cudaFree(data_);
-      account_->Release(std::max<int64_t>(size_, 1) * static_cast<int64_t>(sizeof(T)));
-    } else {
-      cudaFreeHost(data_);
-    }
-    account_ = nullptr;
-    data_ = nullptr;
-    size_ = 0;
-  }
-
-  MemoryAccount* account_ = nullptr;
-  int64_t size_ = 0;
-  T* data_ = nullptr;
+  struct Free {
+    void operator()(T* data) const { cudaFreeHost(data); }
+  };
+  std::unique_ptr<T, Free> data_;
 };
-
-template <typename T>
-using DeviceArray = CudaArray<T, CudaMemory::kDevice>;
-template <typename T>
-using PinnedArray = CudaArray<T, CudaMemory::kPinnedHost>;
 
 }  // namespace pricer

@@ -37,6 +37,19 @@ struct CublasDeleter {
 };
 using Cublas = std::unique_ptr<cublasContext, CublasDeleter>;
 
+// `size` elements on the current GPU, counted in `account`, or pinned on the
+// host (not counted).
+template <typename T>
+absl::Status AllocateOn(const std::string& device, MemoryAccount& account, int64_t size,
+                        absl::string_view what, DeviceArray<T>* out) {
+  return DeviceArray<T>::Allocate(account, size, what, out, CudaDeviceMemory{device});
+}
+template <typename T>
+absl::Status AllocateOn(const std::string& device, MemoryAccount& /*account*/, int64_t size,
+                        absl::string_view what, PinnedArray<T>* out) {
+  return PinnedArray<T>::Allocate(size, what, device, out);
+}
+
 absl::Status MakeStream(const std::string& device, Stream* out) {
   cudaStream_t stream = nullptr;
   PRICER_CUDA_RETURN_IF_ERROR(device, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -60,8 +73,8 @@ absl::Status MakeCublas(const std::string& device, cudaStream_t stream, MemoryAc
   out->reset(handle);
   PRICER_CUBLAS_RETURN_IF_ERROR(device, cublasSetStream(handle, stream));
   // After cublasSetStream, which resets the workspace to cuBLAS's own pool.
-  if (absl::Status s = DeviceArray<char>::Allocate(&account, CudaDevice::kCublasWorkspaceBytes,
-                                                   "cuBLAS workspace", device, workspace);
+  if (absl::Status s = AllocateOn(device, account, CudaDevice::kCublasWorkspaceBytes,
+                                  "cuBLAS workspace", workspace);
       !s.ok()) {
     return s;
   }
@@ -73,8 +86,7 @@ absl::Status MakeCublas(const std::string& device, cudaStream_t stream, MemoryAc
 template <typename T>
 absl::Status Upload(const std::string& device, MemoryAccount& account, const std::vector<T>& host,
                     absl::string_view what, cudaStream_t stream, DeviceArray<T>* out) {
-  if (absl::Status s =
-          DeviceArray<T>::Allocate(&account, static_cast<int64_t>(host.size()), what, device, out);
+  if (absl::Status s = AllocateOn(device, account, static_cast<int64_t>(host.size()), what, out);
       !s.ok()) {
     return s;
   }
@@ -112,13 +124,6 @@ std::vector<cuda::OrderLevel> OrderLevels(const StatisticsSelection& selection, 
   for (double a : selection.es) add(1.0 - a, cuda::kExpectedShortfall);
   return levels;
 }
-
-int64_t OrderLevelCount(const StatisticsSelection& selection) {
-  return static_cast<int64_t>(selection.quantiles.size() + selection.var.size() +
-                              selection.es.size());
-}
-
-bool WantsMoments(const StatisticsSelection& s) { return s.mean || s.stddev || s.min || s.max; }
 
 class CudaDeviceJob : public DeviceJob {
  public:
@@ -158,15 +163,14 @@ class CudaDeviceJob : public DeviceJob {
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = DeviceArray<int>::Allocate(&memory_, cuda::kSortColumns + 1,
-                                                    "sort offsets", name_, &offsets_);
+    if (absl::Status s =
+            AllocateOn(name_, memory_, cuda::kSortColumns + 1, "sort offsets", &offsets_);
         !s.ok()) {
       return s;
     }
     PRICER_CUDA_RETURN_IF_ERROR(name_, cuda::LaunchSegmentOffsets(paths, offsets_.data(), stream));
 
-    if (absl::Status s = DeviceArray<float>::Allocate(&memory_, paths * issuers,
-                                                      "terminal prices ST", name_, &st_);
+    if (absl::Status s = AllocateOn(name_, memory_, paths * issuers, "terminal prices ST", &st_);
         !s.ok()) {
       return s;
     }
@@ -178,8 +182,7 @@ class CudaDeviceJob : public DeviceJob {
       DeviceArray<float> z, factor;
       DeviceArray<char> workspace;
       Cublas cublas;
-      if (absl::Status s = DeviceArray<float>::Allocate(&memory_, paths * issuers,
-                                                        "independent shocks Z", name_, &z);
+      if (absl::Status s = AllocateOn(name_, memory_, paths * issuers, "independent shocks Z", &z);
           !s.ok()) {
         return s;
       }
@@ -283,8 +286,7 @@ class CudaDeviceJob : public DeviceJob {
       return s;
     }
     auto allocate = [&](auto& array, int64_t size, absl::string_view what) {
-      return std::remove_reference_t<decltype(array)>::Allocate(&memory_, size, what, name_,
-                                                                &array);
+      return AllocateOn(name_, memory_, size, what, &array);
     };
     if (absl::Status s = allocate(slot->a, issuers * w, "scenario block A"); !s.ok()) return s;
     if (absl::Status s = allocate(slot->sc, paths * w, "result block SC"); !s.ok()) return s;
@@ -294,10 +296,12 @@ class CudaDeviceJob : public DeviceJob {
         return s;
       }
       // Rows of statistics not asked for are copied back too: keep them
-      // defined.
+      // defined. On the slot's compute stream, which is non-blocking: the
+      // default stream's cudaMemset would not be ordered before its kernels.
       PRICER_CUDA_RETURN_IF_ERROR(
-          name_, cudaMemset(slot->statistics.data(), 0,
-                            static_cast<size_t>(StatisticRows() * w) * sizeof(double)));
+          name_, cudaMemsetAsync(slot->statistics.data(), 0,
+                                 static_cast<size_t>(StatisticRows() * w) * sizeof(double),
+                                 slot->compute.get()));
       if (absl::Status s =
               allocate(slot->statistics_host, StatisticRows() * w, "pinned statistics block");
           !s.ok()) {
@@ -423,7 +427,7 @@ class CudaDeviceJob : public DeviceJob {
       PRICER_CUDA_RETURN_IF_ERROR(
           name_,
           cuda::LaunchPortfolioValues(kept_a, issuers, kept, spot_.data(), statistics, compute));
-      if (WantsMoments(selection)) {
+      if (selection.moments()) {
         PRICER_CUDA_RETURN_IF_ERROR(
             name_, cuda::LaunchMoments(kept_sc, paths, kept, statistics + stride, stride, compute));
       }
@@ -511,7 +515,7 @@ int64_t CudaDevice::ResidentBytes(const JobSpec& spec) const {
   int64_t bytes = static_cast<int64_t>(sizeof(float)) * paths * issuers;  // ST
   bytes += (3 * static_cast<int64_t>(sizeof(float)) + 8) * issuers;       // constants, spot
   bytes += static_cast<int64_t>(sizeof(cuda::OrderLevel)) *
-           std::max<int64_t>(1, OrderLevelCount(spec.output.statistics));
+           std::max<int64_t>(1, spec.output.statistics.order_levels());
   bytes += static_cast<int64_t>(sizeof(int)) * (cuda::kSortColumns + 1);
   if (spec.market.correlated()) {
     bytes += static_cast<int64_t>(sizeof(float)) * (paths * issuers + issuers * issuers);
@@ -527,10 +531,10 @@ int64_t CudaDevice::ShardBytes(const JobSpec& spec, int64_t shard_columns) const
   int64_t bytes = static_cast<int64_t>(sizeof(float)) * (spec.market.issuers() + paths) * w;
   bytes += kCublasWorkspaceBytes;
   if (selection.any()) {
-    bytes += static_cast<int64_t>(sizeof(double)) *
-             (kFixedStatisticRows + OrderLevelCount(selection)) * w;
+    bytes +=
+        static_cast<int64_t>(sizeof(double)) * (kFixedStatisticRows + selection.order_levels()) * w;
   }
-  if (OrderLevelCount(selection) > 0) {
+  if (selection.order_levels() > 0) {
     bytes += 2 * static_cast<int64_t>(sizeof(float)) * paths * cuda::kSortColumns;
     bytes += cuda::SortScratchBytes(paths);
   }

@@ -99,14 +99,11 @@ StatisticsSelection StatisticsSelection::Basic() {
   return s;
 }
 
-bool StatisticsSelection::any() const {
-  return mean || stddev || min || max || !quantiles.empty() || !var.empty() || !es.empty();
-}
+bool StatisticsSelection::any() const { return moments() || order_levels() > 0; }
 
 int64_t StatisticsSelection::values_per_column() const {
   if (!any()) return 0;
-  return 1 + mean + stddev + min + max +
-         static_cast<int64_t>(quantiles.size() + var.size() + es.size());
+  return 1 + mean + stddev + min + max + order_levels();
 }
 
 int64_t ColumnStatistics::values() const {
@@ -231,7 +228,7 @@ double ColumnReducer::TailMean(double q) const {
 
 void ColumnReducer::Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out) {
   out->v0[k] = v0;
-  if (selection_.mean || selection_.stddev || selection_.min || selection_.max) {
+  if (selection_.moments()) {
     const Moments m = ColumnMoments(values, rows_);
     const double n = static_cast<double>(rows_);
     if (selection_.mean) out->mean[k] = ShiftedMean(m.shift, m.sum, n);

@@ -31,6 +31,12 @@ struct StatisticsSelection {
   // Mean, stddev, min and max: what a request without a list gets.
   static StatisticsSelection Basic();
   bool any() const;
+  // Any of mean, stddev, min and max (one pass over a column).
+  bool moments() const { return mean || stddev || min || max; }
+  // The order statistics asked for: quantiles, VaR and ES levels.
+  int64_t order_levels() const {
+    return static_cast<int64_t>(quantiles.size() + var.size() + es.size());
+  }
   // float64 values per column in a reply, V0 included.
   int64_t values_per_column() const;
 };

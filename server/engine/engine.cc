@@ -130,8 +130,7 @@ absl::StatusOr<std::vector<DevicePlan>> Engine::PlanDevices(const JobSpec& spec,
     }
     plans.push_back(p);
   }
-  if (usable == 0 && lost.size() > 0 &&
-      std::all_of(queues_.begin(), queues_.end(),
+  if (std::all_of(queues_.begin(), queues_.end(),
                   [](const DeviceQueue& q) { return !q.lost.empty(); })) {
     return absl::UnavailableError(absl::StrCat("no device can take work: ", lost));
   }
@@ -320,7 +319,6 @@ void Engine::WorkerLoop(size_t device) {
     if (!status.ok()) task.job->results_.Unreserve(task.bytes);
     lock.lock();
     FinishTask(device, task, status);
-    task = Task{};  // the job may retire below
     DestroyReleased(lock);
     // Freed memory, stream room or a retry may make other tasks runnable.
     signal_->cv.notify_all();
@@ -410,7 +408,7 @@ void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
     q.intervals.push_back(ShardInterval{job.id_, task.index - job.prices_chunks_, task.start, now});
     if (q.intervals.size() > kMaxIntervalsPerDevice) q.intervals.pop_front();
   }
-  if (!status.ok() && IsDeviceLost(status) && q.lost.empty()) MarkLost(device, status);
+  if (IsDeviceLost(status) && q.lost.empty()) MarkLost(device, status);
   if (!status.ok() && !job.cancelled_) {
     const std::string failure =
         absl::StrCat("device ", devices_[device]->name(), ": ", status.message());

@@ -85,7 +85,7 @@ TEST(CudaArrayTest, AFullBudgetRefusesBeforeAskingCuda) {
   // 1024 bytes > 1000: refused by the account, so this holds with or without
   // a GPU, and nothing stays reserved.
   const absl::Status s =
-      DeviceArray<float>::Allocate(&account, 256, "result block SC", "cuda0", &array);
+      DeviceArray<float>::Allocate(account, 256, "result block SC", &array, {"cuda0"});
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(s.message()), HasSubstr("result block SC"));
   EXPECT_EQ(account.in_use(), 0);
