@@ -303,6 +303,7 @@ grpc::Status PricerClient::PriceSplit(const v1::PriceRequest& request, int64_t c
   }
   return grpc::Status::OK;
 }
+
 grpc::Status PricerClient::UploadScenarios(int64_t rows, int64_t columns,
                                            const std::vector<float>& values, v1::ScenarioSet* set,
                                            int64_t chunk_bytes) {

@@ -94,8 +94,8 @@ absl::Status Upload(const std::string& device, MemoryAccount& account, const std
   PRICER_CUDA_RETURN_IF_ERROR(device,
                               cudaMemcpyAsync(out->data(), host.data(), host.size() * sizeof(T),
                                               cudaMemcpyHostToDevice, stream));
-  // The host vector may go away once this returns.
-  PRICER_CUDA_RETURN_IF_ERROR(device, cudaStreamSynchronize(stream));
+  // From pageable memory the call returns once `host` is staged, so it may go
+  // away after this returns; no synchronisation is needed here.
   return absl::OkStatus();
 }
 
@@ -201,6 +201,7 @@ class CudaDeviceJob : public DeviceJob {
       PRICER_CUBLAS_RETURN_IF_ERROR(
           name_, cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, p, n, n, &one, z.data(), p,
                              factor.data(), n, &zero, st_.data(), p));
+      // Z, L and the handle go at the end of this block: the GEMM first.
       PRICER_CUDA_RETURN_IF_ERROR(name_, cudaStreamSynchronize(stream));
     }
     PRICER_CUDA_RETURN_IF_ERROR(

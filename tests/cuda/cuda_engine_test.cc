@@ -312,6 +312,14 @@ TEST(CudaEngineTest, TensorFloat32ResultsAreWithinItsTolerance) {
   JobSpec spec = RiskSpec(ScenarioMatrix::Generated(128, 1024, 4, 0.0f, 1.0f));
   spec.precision = GemmPrecision::kTensorFloat32;
   ExpectResultsNear(spec, 5e-3);
+  // And the tensor cores were used: TF32 rounds the inputs, so SC is not the
+  // GPU's own FP32 result.
+  std::unique_ptr<Engine> engine = MakeCudaEngine();
+  const JobResult tf32 = RunJob(*engine, spec);
+  spec.precision = GemmPrecision::kFloat32;
+  const JobResult fp32 = RunJob(*engine, spec);
+  ASSERT_TRUE(tf32.status.ok() && fp32.status.ok());
+  EXPECT_NE(tf32.sc, fp32.sc);
 }
 
 TEST(CudaEngineTest, ResultsDoNotDependOnShardWidthOrColumnRange) {
