@@ -46,7 +46,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$build/server/pricerd" --listen 127.0.0.1:0 --devices cpu > "$log" 2>&1 &
+"$build/server/pricerd" --listen 127.0.0.1:0 --metrics-listen "" --devices cpu > "$log" 2>&1 &
 server=$!
 port=$(pricerd_port "$log" "$server")
 target="127.0.0.1:$port"

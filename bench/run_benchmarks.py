@@ -48,7 +48,7 @@ class Server:
     def __enter__(self):
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
-            [os.path.join(self.build, "server/pricerd"), "--listen", "127.0.0.1:0",
+            [os.path.join(self.build, "server/pricerd"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
              "--devices", self.devices],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30

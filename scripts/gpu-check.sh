@@ -56,7 +56,7 @@ price_row() {
   local label=$1 sc_bytes=$2
   shift 2
   local log="$out/$label.log" server_log="$out/$label.pricerd.log"
-  "$bin/pricerd" --listen 127.0.0.1:0 --devices cuda > "$server_log" 2>&1 &
+  "$bin/pricerd" --listen 127.0.0.1:0 --metrics-listen "" --devices cuda > "$server_log" 2>&1 &
   local server=$!
   local port
   port=$(pricerd_port "$server_log" "$server") || return 1

@@ -24,7 +24,7 @@ class Server:
     def __init__(self, pricerd, devices="cpu", device_memory="1GiB", flags=()):
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
-            [pricerd, "--listen", "127.0.0.1:0", "--devices", devices,
+            [pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--devices", devices,
              "--device-memory", device_memory, *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
@@ -487,7 +487,7 @@ class RequestLimitTest(unittest.TestCase):
 
 class PricerdFlagsTest(unittest.TestCase):
     def refused(self, *flags):
-        proc = subprocess.run([ARGS.pricerd, "--listen", "127.0.0.1:0", *flags],
+        proc = subprocess.run([ARGS.pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "", *flags],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=30)
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
