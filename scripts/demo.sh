@@ -11,12 +11,24 @@ build_dir=${BUILD_DIR:-build}
 source scripts/lib/pricerd_port.sh
 
 log=$(mktemp)
-"$build_dir/server/pricerd" --listen 127.0.0.1:0 --devices cpu > "$log" 2>&1 &
+"$build_dir/server/pricerd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --devices cpu \
+  > "$log" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$log"' EXIT
+# SIGTERM drains pricerd, which then exits 0; the script keeps its own status
+# unless the server did not stop cleanly.
+stop_server() {
+  local status=$?
+  if kill -TERM "$server" 2>/dev/null; then
+    wait "$server" || { echo "pricerd did not stop cleanly (exit $?):" >&2; cat "$log" >&2; status=1; }
+  fi
+  rm -f "$log"
+  exit "$status"
+}
+trap stop_server EXIT
 
 port=$(pricerd_port "$log" "$server")
-echo "pricerd is serving on 127.0.0.1:$port"
+metrics=$(sed -n 's|.*metrics on \(http://[^ ]*\).*|\1|p' "$log")
+echo "pricerd is serving on 127.0.0.1:$port (metrics: $metrics)"
 
 "$build_dir/client/pricer" price --target "127.0.0.1:$port" --preset seed --scenarios 20000 \
   "$@"

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib time
+  prometheus-cpp-dev prometheus openssl
 )
 
 missing=()

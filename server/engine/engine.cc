@@ -1,8 +1,10 @@
 #include "server/engine/engine.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace pricer {
 namespace {
@@ -11,6 +13,17 @@ constexpr size_t kMaxIntervalsPerDevice = 4096;
 
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// The GEMM flops of pricing `columns` columns of `spec`: 2 P N per column.
+double GemmFlops(const JobSpec& spec, int64_t columns) {
+  return 2.0 * static_cast<double>(spec.paths) * static_cast<double>(spec.market.issuers()) *
+         static_cast<double>(columns);
+}
+
+// The flops of a whole job (none when it asks only for terminal prices).
+double JobFlops(const JobSpec& spec, const ShardPlan& plan) {
+  return plan.shard_count > 0 ? GemmFlops(spec, spec.column_end - spec.column_begin) : 0.0;
 }
 
 }  // namespace
@@ -33,6 +46,7 @@ Job::Job(std::string id, JobSpec spec, ShardPlan plan, std::vector<DevicePlan> d
   for (size_t d = 0; d < device_plans_.size(); ++d) {
     on_device_.push_back(std::make_unique<OnDevice>());
   }
+  served_.assign(device_plans_.size(), 0);
 }
 
 void Job::Cancel(absl::Status why) {
@@ -50,11 +64,10 @@ JobSummary Job::Summary() const {
   const double elapsed = elapsed_seconds_.load();
   summary.elapsed_seconds =
       elapsed >= 0 ? elapsed : Seconds(std::chrono::steady_clock::now() - start_);
-  if (plan_.shard_count > 0) {
-    summary.flops = 2.0 * static_cast<double>(spec_.paths) *
-                    static_cast<double>(spec_.market.issuers()) *
-                    static_cast<double>(spec_.column_end - spec_.column_begin);
-  }
+  const double queued = queued_seconds_.load();
+  summary.started = queued >= 0;
+  summary.queued_seconds = summary.started ? queued : summary.elapsed_seconds;
+  summary.flops = JobFlops(spec_, plan_);
   summary.bytes = bytes_.load();
   summary.gemm_seconds = gemm_seconds_.load();
   summary.statistics_seconds = statistics_seconds_.load();
@@ -159,6 +172,9 @@ absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
     // Under the lock: a device lost meanwhile is not planned on.
     absl::StatusOr<std::vector<DevicePlan>> device_plans = PlanDevices(spec, &plan);
     if (!device_plans.ok()) return device_plans.status();
+    // The client's quotas first, so that a client over its own quota is
+    // told so, and never another client's queue.
+    if (absl::Status s = CheckQuotas(spec.client, JobFlops(spec, plan)); !s.ok()) return s;
     if (static_cast<int64_t>(jobs_.size()) >= options_.max_queued_jobs) {
       return absl::ResourceExhaustedError(
           absl::StrCat(jobs_.size(),
@@ -177,6 +193,37 @@ absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
   return job;
 }
 
+absl::Status Engine::CheckQuotas(const std::string& client, double flops) const {
+  int64_t jobs = 0;
+  double pending_flops = 0;
+  for (const auto& job : jobs_) {
+    if (job->spec_.client != client) continue;
+    ++jobs;
+    pending_flops += JobFlops(job->spec_, job->plan_);
+  }
+  if (options_.max_jobs_per_client > 0 && jobs >= options_.max_jobs_per_client) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", client, " has ", jobs, " jobs queued or running, its quota (",
+        "--max-jobs-per-client ", options_.max_jobs_per_client, "); retry when one finishes"));
+  }
+  if (options_.max_pending_flops_per_client > 0 &&
+      pending_flops + flops > options_.max_pending_flops_per_client) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "client %s has %.4g flops queued or running and this job adds %.4g, over its quota of "
+        "%.4g (--max-pending-flops-per-client)",
+        client, pending_flops, flops, options_.max_pending_flops_per_client));
+  }
+  return absl::OkStatus();
+}
+
+void Engine::StopAll(const absl::Status& why) {
+  {
+    std::lock_guard lock(signal_->mu);
+    for (const auto& job : jobs_) job->Stop(why);
+  }
+  signal_->cv.notify_all();
+}
+
 std::vector<DeviceStatus> Engine::DeviceStatuses() const {
   std::lock_guard lock(signal_->mu);
   const auto now = std::chrono::steady_clock::now();
@@ -184,17 +231,29 @@ std::vector<DeviceStatus> Engine::DeviceStatuses() const {
   for (size_t d = 0; d < devices_.size(); ++d) {
     const Device& device = *devices_[d];
     const DeviceQueue& q = queues_[d];
-    statuses.push_back(
-        DeviceStatus{device.name(), device.kind(), device.memory().budget(),
-                     device.memory().in_use(), device.memory().peak(), q.shards_done,
-                     q.busy_seconds + (q.running > 0 ? Seconds(now - q.busy_since) : 0.0), q.lost});
+    statuses.push_back(DeviceStatus{
+        device.name(), device.kind(), device.memory().budget(), device.memory().in_use(),
+        device.memory().peak(), q.shards_done, q.shards_failed, q.shards_retried, q.flops,
+        q.busy_seconds + (q.running > 0 ? Seconds(now - q.busy_since) : 0.0), q.lost});
   }
   return statuses;
 }
 
 EngineStatus Engine::Status() const {
   std::lock_guard lock(signal_->mu);
-  return EngineStatus{static_cast<int64_t>(jobs_.size()), pending_->used(), pending_->max_bytes()};
+  EngineStatus status;
+  status.queued_jobs = static_cast<int64_t>(jobs_.size());
+  const auto now = std::chrono::steady_clock::now();
+  double waited = 0;
+  for (const auto& job : jobs_) {
+    if (job->queued_seconds_.load() >= 0) continue;
+    ++status.waiting_jobs;
+    waited += Seconds(now - job->start_);
+  }
+  if (status.waiting_jobs > 0) status.average_wait_seconds = waited / status.waiting_jobs;
+  status.pending_bytes = pending_->used();
+  status.max_pending_bytes = pending_->max_bytes();
+  return status;
 }
 
 std::vector<ShardInterval> Engine::ShardIntervals(size_t device) const {
@@ -225,17 +284,28 @@ bool Engine::PickTask(size_t device, Task* task) {
     Tidy(job);
   }
   if (!q.lost.empty()) return false;
-  // Candidates in round-robin order from the cursor, higher priority first.
-  const size_t n = q.jobs.size();
-  std::vector<size_t> order(n);
-  for (size_t k = 0; k < n; ++k) order[k] = (q.round_robin + k) % n;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return q.jobs[a]->spec_.priority > q.jobs[b]->spec_.priority;
+  // Candidates: higher priority first; within a priority the client served
+  // longest ago, and within a client its job served longest ago. So a client
+  // with 60 jobs queued takes one turn in two against a client with one.
+  auto client_turn = [&](const Job& job) {
+    auto it = q.client_served.find(job.spec_.client);
+    return it == q.client_served.end() ? uint64_t{0} : it->second;
+  };
+  std::vector<size_t> order(q.jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const Job& a = *q.jobs[x];
+    const Job& b = *q.jobs[y];
+    if (a.spec_.priority != b.spec_.priority) return a.spec_.priority > b.spec_.priority;
+    const uint64_t turn_a = client_turn(a), turn_b = client_turn(b);
+    if (turn_a != turn_b) return turn_a < turn_b;
+    return a.served_[device] < b.served_[device];
   });
   bool short_of_memory = false;
   for (size_t at : order) {
+    Job& job = *q.jobs[at];
     if (TryTake(device, q.jobs[at], task, &short_of_memory)) {
-      q.round_robin = at + 1;
+      q.client_served[job.spec_.client] = job.served_[device] = ++q.turn;
       return true;
     }
   }
@@ -296,8 +366,10 @@ bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
   ++job->running_;
   const auto now = std::chrono::steady_clock::now();
   if (q.running++ == 0) q.busy_since = now;
+  if (job->queued_seconds_.load() < 0) job->queued_seconds_ = Seconds(now - job->start_);
   *task = Task{job, index, bytes, is_retry, is_retry ? retry->failure : "", now};
   if (is_retry) {
+    ++q.shards_retried;
     job->retries_.erase(retry);
   } else {
     ++job->next_task_;
@@ -405,11 +477,14 @@ void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
 
   if (status.ok() && is_shard) {
     ++q.shards_done;
+    const Shard shard = ShardAt(job.plan_, job.spec_, task.index - job.prices_chunks_);
+    q.flops += GemmFlops(job.spec_, shard.out_end - shard.out_begin);
     q.intervals.push_back(ShardInterval{job.id_, task.index - job.prices_chunks_, task.start, now});
     if (q.intervals.size() > kMaxIntervalsPerDevice) q.intervals.pop_front();
   }
   if (IsDeviceLost(status) && q.lost.empty()) MarkLost(device, status);
   if (!status.ok() && !job.cancelled_) {
+    ++q.shards_failed;
     const std::string failure =
         absl::StrCat("device ", devices_[device]->name(), ": ", status.message());
     if (task.is_retry) {
@@ -435,6 +510,10 @@ bool Engine::CanRunElsewhere(const Job& job, size_t device) const {
 
 void Engine::MarkLost(size_t device, const absl::Status& why) {
   queues_[device].lost = std::string(why.message());
+  if (options_.on_device_lost) {
+    options_.on_device_lost(std::any_of(queues_.begin(), queues_.end(),
+                                        [](const DeviceQueue& q) { return q.lost.empty(); }));
+  }
   for (const auto& job : jobs_) {
     if (job->cancelled_ || !job->has_work() || job->device_plans_[device].shards_in_flight == 0) {
       continue;
@@ -497,7 +576,15 @@ void Engine::Tidy(const std::shared_ptr<Job>& job) {
     if (it != jobs.end()) jobs.erase(it);
   };
   erase(jobs_);
-  for (DeviceQueue& q : queues_) erase(q.jobs);
+  for (DeviceQueue& q : queues_) {
+    erase(q.jobs);
+    // A client with no job left here starts afresh when it comes back.
+    const std::string& client = job->spec_.client;
+    if (std::none_of(q.jobs.begin(), q.jobs.end(),
+                     [&](const std::shared_ptr<Job>& j) { return j->spec_.client == client; })) {
+      q.client_served.erase(client);
+    }
+  }
 }
 
 }  // namespace pricer

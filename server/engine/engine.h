@@ -3,7 +3,9 @@
 // A job is cut into tasks (terminal-price chunks, then column shards). Each
 // device has a DeviceQueue of the jobs admitted to it and a few worker
 // threads (its shard slots). A worker takes the next task of the job that
-// comes first in its queue (highest priority, then round robin) and that
+// comes first in its queue (highest priority, then the client served longest
+// ago, then that client's job served longest ago: round robin between
+// clients, then between one client's jobs) and that
 // (a) has fewer shards running on this device than its plan allows, (b) fits
 // the device's memory budget given what other jobs hold there, and (c) has
 // room in its result stream. So a device runs its shards one after another
@@ -19,6 +21,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +48,13 @@ struct EngineOptions {
   int64_t max_queued_jobs = 64;
   // Worker threads per device: the most shards one device runs at once.
   int max_shards_in_flight = 4;
+  // Per-client quotas (JobSpec::client): jobs admitted and not finished, and
+  // the GEMM flops of those jobs; 0 means no limit.
+  int64_t max_jobs_per_client = 0;
+  double max_pending_flops_per_client = 0;
+  // Called, under the engine's lock (it must not call the engine), when a
+  // device is marked lost; the argument says whether any device is usable.
+  std::function<void(bool any_device_usable)> on_device_lost;
 };
 
 struct DeviceStatus {
@@ -53,7 +64,10 @@ struct DeviceStatus {
   int64_t bytes_in_use = 0;
   int64_t peak_bytes = 0;
   int64_t shards_done = 0;
-  double busy_seconds = 0;  // time with at least one task running
+  int64_t shards_failed = 0;   // tasks that failed here (each retried elsewhere or fatal)
+  int64_t shards_retried = 0;  // tasks run here after failing on another device
+  double flops = 0;            // GEMM flops of the shards done here (2 P N per column)
+  double busy_seconds = 0;     // time with at least one task running
   // Why the device takes no more work (a DeviceLost failure); empty while
   // it is usable.
   std::string lost;
@@ -61,6 +75,9 @@ struct DeviceStatus {
 
 struct JobSummary {
   double elapsed_seconds = 0;
+  // From admission to its first task, and whether one has started.
+  double queued_seconds = 0;
+  bool started = false;
   double flops = 0;   // 2 * P * N * priced columns
   int64_t bytes = 0;  // payload bytes of the chunks produced
   // Thread-seconds the devices spent in shard GEMMs and in statistics.
@@ -69,7 +86,10 @@ struct JobSummary {
 };
 
 struct EngineStatus {
-  int64_t queued_jobs = 0;  // admitted, not finished
+  int64_t queued_jobs = 0;   // admitted, not finished
+  int64_t waiting_jobs = 0;  // of which no task has started yet
+  // How long the waiting jobs have waited so far, on average (0: none waits).
+  double average_wait_seconds = 0;
   int64_t pending_bytes = 0;
   int64_t max_pending_bytes = 0;
 };
@@ -156,6 +176,7 @@ class Job {
   std::atomic<double> elapsed_seconds_{-1};
   std::atomic<double> gemm_seconds_{0};
   std::atomic<double> statistics_seconds_{0};
+  std::atomic<double> queued_seconds_{-1};  // set when its first task starts
 
   // Guarded by signal_->mu (the engine's lock).
   int64_t next_task_ = 0;
@@ -165,6 +186,7 @@ class Job {
   bool waiting_for_reader_ = false;  // its stream had no room for its next task
   std::deque<Retry> retries_;
   std::vector<std::unique_ptr<OnDevice>> on_device_;
+  std::vector<uint64_t> served_;  // per device: its turn when it last took a task there
 };
 
 class Engine {
@@ -176,9 +198,12 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Plans and queues a validated job; its chunks arrive on job->results().
-  // RESOURCE_EXHAUSTED when the job fits no device's budget or the queue is
-  // full, UNAVAILABLE when every device is lost; nothing is allocated then.
+  // RESOURCE_EXHAUSTED when the job fits no device's budget, the queue is
+  // full or the client is over a quota, UNAVAILABLE when every device is
+  // lost; nothing is allocated then.
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec);
+  // Stops every job with `why` (a drain that ran out of time).
+  void StopAll(const absl::Status& why);
 
   std::vector<DeviceStatus> DeviceStatuses() const;
   EngineStatus Status() const;
@@ -198,12 +223,19 @@ class Engine {
   // Per device: its queue of admitted jobs and its scheduling counters.
   struct DeviceQueue {
     std::vector<std::shared_ptr<Job>> jobs;
-    size_t round_robin = 0;
+    // Round robin by "served longest ago": a turn counts up each time a task
+    // is taken here, and each client (JobSpec::client) with jobs here keeps
+    // the turn it was last served at (0: not yet).
+    uint64_t turn = 0;
+    std::map<std::string, uint64_t> client_served;
     int64_t committed_bytes = 0;  // what admitted work may allocate here
     int64_t running = 0;
     std::chrono::steady_clock::time_point busy_since;
     double busy_seconds = 0;
     int64_t shards_done = 0;
+    int64_t shards_failed = 0;
+    int64_t shards_retried = 0;
+    double flops = 0;
     std::deque<ShardInterval> intervals;
     std::string lost;  // set once by a DeviceLost failure; then nothing is planned here
   };
@@ -225,6 +257,10 @@ class Engine {
   bool TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task, bool* short_of_memory)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   int64_t TaskBytes(const Job& job, int64_t index) const;
+  // RESOURCE_EXHAUSTED when admitting a job of `flops` for `client` would
+  // put it over a per-client quota.
+  absl::Status CheckQuotas(const std::string& client, double flops) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);
   absl::Status RunTask(size_t device, const Task& task);
   void FinishTask(size_t device, Task& task, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu);

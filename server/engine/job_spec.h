@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "server/engine/column_statistics.h"
@@ -104,8 +105,12 @@ struct JobSpec {
   GemmPrecision precision = GemmPrecision::kFloat32;
   // Shard width override for tests and benchmarks; 0 lets the planner choose.
   int64_t shard_columns = 0;
-  // Jobs with a higher priority get the devices first; equal priorities
-  // share them round robin.
+  // Who asked: a client name (from the server's token file) or the peer's
+  // address. Devices are shared round robin between clients first, then
+  // between one client's jobs; per-client quotas count by it.
+  std::string client;
+  // Jobs with a higher priority get the devices first, whoever asked; equal
+  // priorities are shared round robin between clients, then between jobs.
   int priority = 0;
   // When set, the job stops with DEADLINE_EXCEEDED at the next shard boundary
   // after this time.

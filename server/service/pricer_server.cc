@@ -1,17 +1,102 @@
 #include "server/service/pricer_server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "pricer/version.h"
 #include "spdlog/spdlog.h"
 
 namespace pricer {
+namespace {
+
+constexpr char kServiceName[] = "pricer.v1.Pricer";
+
+// host:port with a port in [0, 65535] (0: a free one); --listen also takes
+// gRPC's unix:PATH.
+absl::Status CheckListenAddress(const char* flag, const std::string& address) {
+  if (absl::string_view(flag) == "--listen" && address.rfind("unix:", 0) == 0) {
+    return absl::OkStatus();
+  }
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " '", address, "' is not host:port (e.g. 0.0.0.0:50051 or [::]:50051)"));
+  }
+  const std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " '", address,
+                     "' has no host: use 0.0.0.0 for every interface, 127.0.0.1 for this host"));
+  }
+  int number = -1;
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(port, &number) || number > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " '", address, "': port '", port,
+                                                   "' is not in 1..65535 (0 picks a free port)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAddresses(const ServerOptions& options) {
+  if (absl::Status s = CheckListenAddress("--listen", options.listen); !s.ok()) return s;
+  if (options.metrics_listen.empty()) return absl::OkStatus();
+  return CheckListenAddress("--metrics-listen", options.metrics_listen);
+}
+
+absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, ": cannot read it, or it is empty"));
+  }
+  return text.str();
+}
+
+// TLS (mTLS with a client CA) or plaintext.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsFiles& tls) {
+  if (tls.cert_file.empty() && tls.key_file.empty()) {
+    if (!tls.client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  absl::StatusOr<std::string> cert = ReadPem("--tls-cert", tls.cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem("--tls-key", tls.key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!tls.client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem("--tls-client-ca", tls.client_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(const ServerOptions& options) {
+  // Bad addresses first: they need no devices to be found out.
+  if (absl::Status s = CheckAddresses(options); !s.ok()) return s;
   absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
       MakeDevices(options.devices, options.device_memory);
   if (!devices.ok()) return devices.status();
@@ -20,8 +105,17 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(const ServerOp
 
 absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
     const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
-  std::unique_ptr<PricerServer> server(new PricerServer());
-  server->engine_ = std::make_unique<Engine>(std::move(devices), options.engine);
+  if (absl::Status s = CheckAddresses(options); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  ServiceOptions service_options;
+  service_options.max_request_bytes = options.max_request_bytes;
+  service_options.max_queued_jobs = options.engine.max_queued_jobs;
+  if (!options.auth_tokens_file.empty()) {
+    absl::StatusOr<Authenticator> authenticator = Authenticator::FromFile(options.auth_tokens_file);
+    if (!authenticator.ok()) return authenticator.status();
+    service_options.authenticator = *std::move(authenticator);
+  }
   if (!options.scenario_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.scenario_dir, error);
@@ -30,13 +124,33 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
           absl::StrCat("--scenario-dir ", options.scenario_dir, ": ", error.message()));
     }
   }
+
+  std::unique_ptr<PricerServer> server(new PricerServer());
+  EngineOptions engine_options = options.engine;
+  // A lost device may leave none to serve with: health follows.
+  engine_options.on_device_lost = [s = server.get()](bool any_device_usable) {
+    if (!any_device_usable && s->server_ != nullptr) s->SetServing(false);
+  };
+  server->engine_ = std::make_unique<Engine>(std::move(devices), engine_options);
   server->store_ =
       std::make_unique<ScenarioStore>(options.scenario_store_bytes, options.scenario_dir);
-  server->service_ = std::make_unique<PricerService>(
-      *server->engine_, *server->store_, options.max_request_bytes, options.engine.max_queued_jobs);
+  if (!options.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics =
+        ServerMetrics::Start(options.metrics_listen, *server->engine_, *server->store_);
+    if (!metrics.ok()) return metrics.status();
+    server->metrics_ = *std::move(metrics);
+    service_options.metrics = server->metrics_.get();
+  }
+  server->service_ = std::make_unique<PricerService>(*server->engine_, *server->store_,
+                                                     std::move(service_options));
 
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  // gRPC shares a port between servers by default (SO_REUSEPORT): a second
+  // pricerd on a busy port must fail instead of taking half the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   // The transport reads requests up to twice the limit, so that one over the
   // limit reaches the service and is refused with a message that explains
@@ -45,24 +159,67 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
   builder.SetMaxReceiveMessageSize(static_cast<int>(transport_limit));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+    server->server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen,
+        ": the port is in use, or the address is not one of this host's, or not permitted"));
   }
+  const bool any_usable = [&] {
+    for (const DeviceStatus& d : server->engine_->DeviceStatuses()) {
+      if (d.lost.empty()) return true;
+    }
+    return false;
+  }();
+  server->SetServing(any_usable);
+  spdlog::info("pricerd {} ({})", kVersion, kBuildOptions);
   for (const DeviceStatus& d : server->engine_->DeviceStatuses()) {
     spdlog::info("device {} ({}), memory budget {} bytes", d.name, d.kind, d.memory_budget_bytes);
   }
-  spdlog::info("pricerd listening on {} (port {})", options.listen, server->port_);
+  spdlog::info("pricerd listening on {} (port {}){}{}", options.listen, server->port_,
+               options.tls.cert_file.empty() ? ", plaintext" : ", TLS",
+               options.tls.client_ca_file.empty() ? "" : " with client certificates");
+  if (server->metrics_ != nullptr) {
+    const std::string host = options.metrics_listen.substr(0, options.metrics_listen.rfind(':'));
+    spdlog::info("metrics on http://{}:{}/metrics", host, server->metrics_->port());
+  }
   return server;
 }
 
 PricerServer::~PricerServer() { Shutdown(); }
 
-void PricerServer::Shutdown(double grace_seconds) {
-  if (shut_down_) return;
+void PricerServer::SetServing(bool serving) {
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);  // "" and every service registered so far
+  health->SetServingStatus(kServiceName, serving);
+}
+
+void PricerServer::Shutdown(double drain_seconds) {
+  if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
-  const auto deadline = std::chrono::system_clock::now() +
-                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            std::chrono::duration<double>(grace_seconds));
-  server_->Shutdown(deadline);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  SetServing(false);
+  service_->StartDraining();
+  const int64_t running = service_->active_calls();
+  spdlog::info("draining: health NOT_SERVING, new calls refused, {} calls running, {} s to end",
+               running, drain_seconds);
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(drain_seconds));
+  int64_t cut = 0;
+  if (!service_->WaitForCalls(deadline)) {
+    cut = service_->active_calls();
+    engine_->StopAll(absl::UnavailableError(absl::StrCat(
+        "the server shut down: its drain time of ", drain_seconds, " s ran out; retry elsewhere")));
+    // The cut calls end with that status; a reader that does not read is
+    // cancelled by the gRPC shutdown below.
+    service_->WaitForCalls(Clock::now() + std::chrono::seconds(2));
+  }
+  spdlog::info("drained in {:.2f} s: {} calls ended by themselves, {} cut",
+               std::chrono::duration<double>(Clock::now() - start).count(), running - cut, cut);
+  // Health watches and reflection streams end here.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  metrics_.reset();
   engine_.reset();  // cancels what is left and joins the workers
 }
 

@@ -1,5 +1,7 @@
 // A running pricer server: the engine, its devices and the gRPC server on one
-// port. pricerd wraps it in flags; tests start it in-process on port 0.
+// port, with the standard health and reflection services and, when asked,
+// Prometheus metrics on a second port. pricerd wraps it in flags; tests start
+// it in-process on port 0.
 #pragma once
 
 #include <grpcpp/server.h>
@@ -14,12 +16,26 @@
 #include "server/engine/engine.h"
 #include "server/service/device_flags.h"
 #include "server/service/pricer_service.h"
+#include "server/service/server_metrics.h"
 
 namespace pricer {
+
+// PEM files of the server's TLS identity; TLS is off when cert_file is empty.
+struct TlsFiles {
+  std::string cert_file;
+  std::string key_file;
+  // When set, clients must present a certificate signed by this CA (mTLS).
+  std::string client_ca_file;
+};
 
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free one (see PricerServer::port).
   std::string listen = "0.0.0.0:50051";
+  // host:port of the Prometheus /metrics endpoint; empty: none.
+  std::string metrics_listen;
+  TlsFiles tls;
+  // The bearer token file (auth.h); empty: every caller is anonymous.
+  std::string auth_tokens_file;
   // Which devices to price on: "auto", "cpu" or "cpu:K" (device_flags.h).
   std::string devices = "auto";
   // Memory budget per device (device_flags.h); the default is half of what
@@ -36,6 +52,8 @@ struct ServerOptions {
 
 class PricerServer {
  public:
+  // INVALID_ARGUMENT / PERMISSION_DENIED for bad options (naming the flag),
+  // UNAVAILABLE naming the address when a port cannot be bound.
   static absl::StatusOr<std::unique_ptr<PricerServer>> Start(const ServerOptions& options);
   // The same on devices built by the caller (tests inject faulty ones);
   // options.devices and options.device_memory are ignored.
@@ -44,19 +62,27 @@ class PricerServer {
   ~PricerServer();  // Shutdown()
 
   int port() const { return port_; }
+  // The metrics port; 0 when metrics are off.
+  int metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
   Engine& engine() { return *engine_; }
   ScenarioStore& store() { return *store_; }
-  // Stops accepting calls, gives running ones `grace_seconds` to end, then
-  // cancels them and stops the engine. Idempotent.
-  void Shutdown(double grace_seconds = 5.0);
+  // The graceful drain: health turns NOT_SERVING, new Price and
+  // UploadScenarios calls are refused with UNAVAILABLE, running ones get
+  // `drain_seconds` to end, then their jobs are stopped (UNAVAILABLE), the
+  // gRPC server and the engine stop. Logs what was drained and what was cut.
+  // Idempotent.
+  void Shutdown(double drain_seconds = 5.0);
   // Blocks until Shutdown() is called from another thread.
   void Wait();
 
  private:
   PricerServer() = default;
+  // SERVING for "" and pricer.v1.Pricer, or NOT_SERVING.
+  void SetServing(bool serving);
 
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ScenarioStore> store_;
+  std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<PricerService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

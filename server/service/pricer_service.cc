@@ -1,11 +1,14 @@
 #include "server/service/pricer_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "pricer/version.h"
+#include "server/service/logging.h"
 #include "server/service/reply_encoding.h"
 #include "server/service/request_validation.h"
 #include "server/service/status_mapping.h"
@@ -14,29 +17,57 @@
 namespace pricer {
 namespace {
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // One Price call: writes `accepted`, then each chunk as the engine queues it,
 // then `finished`. The engine's threads wake it through the stream listener;
 // gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
 class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
  public:
-  PriceReactor(Engine& engine, ScenarioStore& store, const grpc::CallbackServerContext& context,
-               const v1::PriceRequest& request, int64_t max_request_bytes) {
+  PriceReactor(PricerService& service, const grpc::CallbackServerContext& context,
+               const v1::PriceRequest& request)
+      : service_(service), start_(std::chrono::steady_clock::now()) {
+    call_.method = "Price";
+    call_.peer = context.peer();
+    absl::StatusOr<ClientIdentity> client = service.options().authenticator.Identify(context);
+    if (!client.ok()) {
+      FinishBefore(client.status());
+      return;
+    }
+    call_.client = client->name;
+    call_.client_label = client->label;
+    if (absl::Status s = service.BeginCall(); !s.ok()) {
+      FinishBefore(s);
+      return;
+    }
+    began_ = true;
     const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
+    const int64_t max_request_bytes = service.options().max_request_bytes;
     if (request_bytes > max_request_bytes) {
-      Finish(grpc::Status(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
+      FinishBefore(absl::ResourceExhaustedError(
           absl::StrCat("the request has ", request_bytes, " bytes, over this server's limit of ",
                        max_request_bytes,
                        " bytes (--max-request-bytes); upload a large scenario matrix with "
                        "UploadScenarios (pricer upload) and name it in scenarios.scenario_set")));
       return;
     }
-    absl::StatusOr<JobSpec> spec = ToJobSpec(request, store);
+    absl::StatusOr<JobSpec> spec = ToJobSpec(request, service.store());
     if (!spec.ok()) {
-      spdlog::info("refused a price request: {}", std::string(spec.status().message()));
-      Finish(ToGrpcStatus(spec.status()));
+      FinishBefore(spec.status());
       return;
     }
+    if (spec->priority > client->max_priority) {
+      FinishBefore(absl::PermissionDeniedError(
+          absl::StrCat("priority is ", spec->priority, ": client ", client->name,
+                       " may ask for at most ", client->max_priority,
+                       service.options().authenticator.enabled()
+                           ? " (its max-priority in --auth-tokens-file)"
+                           : " (a server without --auth-tokens-file gives every client 0)")));
+      return;
+    }
+    spec->client = client->name;
     // The call's deadline also stops the engine's work on it.
     const auto deadline = context.deadline();
     if (deadline != std::chrono::system_clock::time_point::max()) {
@@ -44,17 +75,19 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            deadline - std::chrono::system_clock::now());
     }
-    absl::StatusOr<std::shared_ptr<Job>> job = engine.Submit(*std::move(spec));
+    absl::StatusOr<std::shared_ptr<Job>> job = service.engine().Submit(*std::move(spec));
     if (!job.ok()) {
-      spdlog::warn("could not start a job: {}", std::string(job.status().message()));
-      Finish(ToGrpcStatus(job.status()));
+      FinishBefore(job.status());
       return;
     }
     job_ = *std::move(job);
+    call_.job = job_->id();
+    call_.columns = job_->spec().column_end - job_->spec().column_begin;
     const ShardPlan& plan = job_->plan();
-    spdlog::info("{}: {} issuers, {} paths, columns [{}, {}), {} shards of {} columns", job_->id(),
-                 job_->spec().market.issuers(), job_->spec().paths, job_->spec().column_begin,
-                 job_->spec().column_end, plan.shard_count, plan.shard_columns);
+    spdlog::info("{}: client {}, {} issuers, {} paths, columns [{}, {}), {} shards of {} columns",
+                 job_->id(), call_.client, job_->spec().market.issuers(), job_->spec().paths,
+                 job_->spec().column_begin, job_->spec().column_end, plan.shard_count,
+                 plan.shard_columns);
 
     v1::JobAccepted* accepted = reply_.mutable_accepted();
     accepted->set_job_id(job_->id());
@@ -74,16 +107,20 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     accepted->set_column_begin(job_->spec().column_begin);
     accepted->set_column_end(job_->spec().column_end);
     writing_ = true;
+    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
     job_->results().SetListener([this] { WriteNext(); });
     StartWrite(&reply_);
   }
 
   void OnWriteDone(bool ok) override {
     int64_t sent = 0;
+    int64_t reply_bytes = 0;
     {
       std::lock_guard lock(mu_);
       writing_ = false;
       sent = std::exchange(bytes_in_flight_, 0);
+      reply_bytes = std::exchange(reply_bytes_in_flight_, 0);
+      if (ok) call_.bytes += reply_bytes;
     }
     if (sent > 0) job_->results().Release(sent);
     if (!ok) {
@@ -92,10 +129,12 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "the reply stream broke"));
       return;
     }
+    if (ServerMetrics* metrics = service_.options().metrics) metrics->AddStreamedBytes(reply_bytes);
     WriteNext();
   }
 
   void OnCancel() override {
+    cancelled_ = true;
     if (job_ != nullptr) job_->Cancel(absl::CancelledError("the client cancelled the call"));
   }
 
@@ -103,18 +142,41 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     if (job_ != nullptr) {
       job_->results().DetachListener();
       job_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
-      spdlog::info("{}: done", job_->id());
+      const JobSummary summary = job_->Summary();
+      call_.flops = summary.flops;
+      if (ServerMetrics* metrics = service_.options().metrics) metrics->RecordJob(summary);
+    }
+    // A caller that cancelled or went away: its call ends CANCELLED, whatever
+    // the server last tried to send.
+    if (cancelled_) call_.code = grpc::StatusCode::CANCELLED;
+    call_.seconds = SecondsSince(start_);
+    if (began_) {
+      service_.EndCall(call_);
+    } else {
+      service_.RecordCall(call_);
     }
     delete this;
   }
 
  private:
+  // Refuses the call before any job exists.
+  void FinishBefore(const absl::Status& status) {
+    call_.code = static_cast<grpc::StatusCode>(status.code());
+    if (status.code() != absl::StatusCode::kUnauthenticated &&
+        status.code() != absl::StatusCode::kUnavailable) {
+      spdlog::info("refused a price request from {}: {}", call_.peer,
+                   std::string(status.message()));
+    }
+    Finish(ToGrpcStatus(status));
+  }
+
   void WriteNext() {
     std::unique_lock lock(mu_);
     if (writing_ || finished_) return;
     if (std::optional<ResultChunk> chunk = job_->results().Pop()) {
       ToReply(*chunk, job_->spec().output.statistics, &reply_);
       bytes_in_flight_ = chunk->payload_bytes();
+      reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
       writing_ = true;
       lock.unlock();
       StartWrite(&reply_);
@@ -132,6 +194,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       finished->set_statistics_seconds(summary.statistics_seconds);
       finished_sent_ = true;
       writing_ = true;
+      reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
       spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,
                    summary.flops / summary.elapsed_seconds / 1e9);
       lock.unlock();
@@ -139,6 +202,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       return;
     }
     finished_ = true;
+    call_.code = static_cast<grpc::StatusCode>(status.code());
     lock.unlock();
     Finish(ToGrpcStatus(status));
   }
@@ -148,14 +212,21 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       std::lock_guard lock(mu_);
       if (finished_) return;
       finished_ = true;
+      call_.code = status.error_code();
     }
     Finish(status);
   }
 
+  PricerService& service_;
+  const std::chrono::steady_clock::time_point start_;
+  bool began_ = false;  // counted among the active calls (not refused for draining)
+  std::atomic<bool> cancelled_{false};
   std::shared_ptr<Job> job_;
   std::mutex mu_;
-  v1::PriceReply reply_;         // the message being written
-  int64_t bytes_in_flight_ = 0;  // payload of the chunk being written
+  CallRecord call_;                    // code and bytes guarded by mu_ once streaming
+  v1::PriceReply reply_;               // the message being written
+  int64_t bytes_in_flight_ = 0;        // payload of the chunk being written
+  int64_t reply_bytes_in_flight_ = 0;  // its serialized size
   bool writing_ = false;
   bool finished_sent_ = false;
   bool finished_ = false;
@@ -166,7 +237,26 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
 // SHA-256 and the disk write of a large set must not hold a gRPC thread).
 class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
  public:
-  UploadReactor(ScenarioStore& store, v1::ScenarioSet* reply) : store_(store), reply_(reply) {
+  UploadReactor(PricerService& service, const grpc::CallbackServerContext& context,
+                v1::ScenarioSet* reply)
+      : service_(service),
+        store_(service.store()),
+        reply_(reply),
+        start_(std::chrono::steady_clock::now()) {
+    call_.method = "UploadScenarios";
+    call_.peer = context.peer();
+    absl::StatusOr<ClientIdentity> client = service.options().authenticator.Identify(context);
+    if (!client.ok()) {
+      FinishWith(client.status());
+      return;
+    }
+    call_.client = client->name;
+    call_.client_label = client->label;
+    if (absl::Status s = service.BeginCall(); !s.ok()) {
+      FinishWith(s);
+      return;
+    }
+    began_ = true;
     StartRead(&chunk_);
   }
 
@@ -176,14 +266,24 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
       return;
     }
     if (absl::Status s = Take(); !s.ok()) {
-      spdlog::info("refused an upload: {}", std::string(s.message()));
-      Finish(ToGrpcStatus(s));
+      spdlog::info("refused an upload from {}: {}", call_.peer, std::string(s.message()));
+      FinishWith(s);
       return;
     }
     StartRead(&chunk_);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    call_.columns = columns_;
+    call_.bytes_received = received_;
+    call_.seconds = SecondsSince(start_);
+    if (began_) {
+      service_.EndCall(call_);
+    } else {
+      service_.RecordCall(call_);
+    }
+    delete this;
+  }
 
  private:
   // Appends one chunk, or says why the upload is refused.
@@ -224,14 +324,18 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
     return absl::OkStatus();
   }
 
+  void FinishWith(const absl::Status& status) {
+    call_.code = static_cast<grpc::StatusCode>(status.code());
+    Finish(ToGrpcStatus(status));
+  }
+
   void Complete() {
     if (rows_ == 0) {
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty upload: no chunk arrived"));
+      FinishWith(absl::InvalidArgumentError("empty upload: no chunk arrived"));
       return;
     }
     if (received_ != expected_) {
-      Finish(grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
+      FinishWith(absl::InvalidArgumentError(
           absl::StrCat("truncated upload: ", received_, " of the ", expected_, " bytes of a ",
                        rows_, " x ", columns_, " float32 matrix arrived; nothing was stored")));
       return;
@@ -252,10 +356,11 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
                        stored->existed ? " (already stored)" : "");
         }
       }
-      Finish(ToGrpcStatus(status));
+      FinishWith(status);
     }).detach();
   }
 
+  PricerService& service_;
   ScenarioStore& store_;
   v1::ScenarioSet* reply_;
   v1::ScenarioChunk chunk_;
@@ -264,23 +369,40 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   int64_t expected_ = 0;
   std::vector<float> values_;  // the matrix as it arrives
   int64_t received_ = 0;       // bytes of it so far
+  const std::chrono::steady_clock::time_point start_;
+  bool began_ = false;  // counted among the active calls
+  CallRecord call_;
 };
 
 }  // namespace
 
 grpc::ServerReadReactor<v1::ScenarioChunk>* PricerService::UploadScenarios(
-    grpc::CallbackServerContext* /*context*/, v1::ScenarioSet* reply) {
-  return new UploadReactor(store_, reply);
+    grpc::CallbackServerContext* context, v1::ScenarioSet* reply) {
+  return new UploadReactor(*this, *context, reply);
 }
 
 grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(grpc::CallbackServerContext* context,
                                                                const v1::PriceRequest* request) {
-  return new PriceReactor(engine_, store_, *context, *request, max_request_bytes_);
+  return new PriceReactor(*this, *context, *request);
 }
 
 grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext* context,
                                                      const v1::ListDevicesRequest* /*request*/,
                                                      v1::ListDevicesReply* reply) {
+  const auto start = std::chrono::steady_clock::now();
+  CallRecord call;
+  call.method = "ListDevices";
+  call.peer = context->peer();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<ClientIdentity> client = options_.authenticator.Identify(*context);
+  if (!client.ok()) {
+    call.code = static_cast<grpc::StatusCode>(client.status().code());
+    RecordCall(call);
+    reactor->Finish(ToGrpcStatus(client.status()));
+    return reactor;
+  }
+  call.client = client->name;
+  call.client_label = client->label;
   for (const DeviceStatus& status : engine_.DeviceStatuses()) {
     v1::DeviceInfo* info = reply->add_devices();
     info->set_name(status.name);
@@ -294,12 +416,54 @@ grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext
   }
   const EngineStatus engine = engine_.Status();
   reply->set_queued_jobs(engine.queued_jobs);
-  reply->set_max_queued_jobs(max_queued_jobs_);
+  reply->set_max_queued_jobs(options_.max_queued_jobs);
   reply->set_pending_bytes(engine.pending_bytes);
   reply->set_max_pending_bytes(engine.max_pending_bytes);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reply->set_server_version(absl::StrCat(kVersion, " (", kBuildOptions, ")"));
+  call.bytes = static_cast<int64_t>(reply->ByteSizeLong());
+  call.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RecordCall(call);
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+void PricerService::StartDraining() {
+  std::lock_guard lock(mu_);
+  draining_ = true;
+}
+
+int64_t PricerService::active_calls() const {
+  std::lock_guard lock(mu_);
+  return active_calls_;
+}
+
+bool PricerService::WaitForCalls(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mu_);
+  return calls_ended_.wait_until(lock, deadline, [&] { return active_calls_ == 0; });
+}
+
+absl::Status PricerService::BeginCall() {
+  std::lock_guard lock(mu_);
+  if (draining_) {
+    return absl::UnavailableError(
+        "the server is draining (shutting down); send the call to another server");
+  }
+  ++active_calls_;
+  return absl::OkStatus();
+}
+
+void PricerService::EndCall(const CallRecord& call) {
+  RecordCall(call);
+  {
+    std::lock_guard lock(mu_);
+    --active_calls_;
+  }
+  calls_ended_.notify_all();
+}
+
+void PricerService::RecordCall(const CallRecord& call) const {
+  LogCall(call);
+  if (options_.metrics != nullptr) options_.metrics->RecordCall(call);
 }
 
 }  // namespace pricer

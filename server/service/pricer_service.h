@@ -1,26 +1,39 @@
-// The gRPC face of the engine: validates requests, submits jobs and streams
-// their chunks back (callback API, one write in flight per call).
+// The gRPC face of the engine: authenticates callers, validates requests,
+// submits jobs and streams their chunks back (callback API, one write in
+// flight per call); each call ends with an access line and its metrics.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "pricer/v1/pricer.grpc.pb.h"
 #include "server/engine/engine.h"
 #include "server/engine/scenario_store.h"
+#include "server/service/auth.h"
+#include "server/service/call_record.h"
+#include "server/service/server_metrics.h"
 
 namespace pricer {
 
+struct ServiceOptions {
+  // A larger request is refused with RESOURCE_EXHAUSTED.
+  int64_t max_request_bytes = 64LL << 20;
+  // Reported by ListDevices (the engine enforces it).
+  int64_t max_queued_jobs = 64;
+  // Who may call (default: everyone, anonymously).
+  Authenticator authenticator;
+  // Where calls are counted; none when null.
+  ServerMetrics* metrics = nullptr;
+};
+
 class PricerService final : public v1::Pricer::CallbackService {
  public:
-  // `max_request_bytes`: a larger request is refused with RESOURCE_EXHAUSTED.
-  // `max_queued_jobs` is reported by ListDevices (the engine enforces it).
   // `store` holds the uploaded scenario sets.
-  PricerService(Engine& engine, ScenarioStore& store, int64_t max_request_bytes,
-                int64_t max_queued_jobs)
-      : engine_(engine),
-        store_(store),
-        max_request_bytes_(max_request_bytes),
-        max_queued_jobs_(max_queued_jobs) {}
+  PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options)
+      : engine_(engine), store_(store), options_(std::move(options)) {}
 
   grpc::ServerWriteReactor<v1::PriceReply>* Price(grpc::CallbackServerContext* context,
                                                   const v1::PriceRequest* request) override;
@@ -30,11 +43,30 @@ class PricerService final : public v1::Pricer::CallbackService {
   grpc::ServerReadReactor<v1::ScenarioChunk>* UploadScenarios(grpc::CallbackServerContext* context,
                                                               v1::ScenarioSet* reply) override;
 
+  // From now on Price and UploadScenarios calls are refused with UNAVAILABLE.
+  void StartDraining();
+  // Price and UploadScenarios calls not yet ended.
+  int64_t active_calls() const;
+  // Waits until no such call is left or `deadline` passes; whether none is.
+  bool WaitForCalls(std::chrono::steady_clock::time_point deadline) const;
+
+  // For the reactors: a call begins (refused with UNAVAILABLE while
+  // draining) and ends (logged and counted).
+  absl::Status BeginCall();
+  void EndCall(const CallRecord& call);
+  void RecordCall(const CallRecord& call) const;
+  Engine& engine() { return engine_; }
+  ScenarioStore& store() { return store_; }
+  const ServiceOptions& options() const { return options_; }
+
  private:
   Engine& engine_;
   ScenarioStore& store_;
-  const int64_t max_request_bytes_;
-  const int64_t max_queued_jobs_;
+  const ServiceOptions options_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable calls_ended_;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t active_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pricer

@@ -48,8 +48,9 @@ constexpr int64_t ShardBytes(int64_t issuers, int64_t paths, int64_t width) {
 class Call {
  public:
   Call(v1::Pricer::Stub& stub, const v1::PriceRequest& request,
-       std::chrono::milliseconds timeout = kCallTimeout) {
+       std::chrono::milliseconds timeout = kCallTimeout, const std::string& token = "") {
     context_.set_deadline(std::chrono::system_clock::now() + timeout);
+    AddToken(&context_, token);
     reader_ = stub.Price(&context_, request);
   }
 
@@ -956,9 +957,11 @@ Problem StatisticsProblem(int64_t issuers, int64_t paths, int64_t columns, uint6
 // A high-priority job overtakes a long low-priority one on a device that
 // runs one shard at a time: once it arrives, its shards run back to back.
 TEST(Priority, HighPriorityJobOvertakesALongLowPriorityJob) {
-  EngineOptions engine;
-  engine.max_shards_in_flight = 1;
-  std::unique_ptr<PricerServer> server = StartCpuServer("cpu", kTestBudgetBytes, engine);
+  ServerOptions options;
+  options.devices = "cpu";
+  options.engine.max_shards_in_flight = 1;
+  options.auth_tokens_file = TesterTokenFile();  // the right to a priority above 0
+  std::unique_ptr<PricerServer> server = StartTestServer(options);
   ASSERT_NE(server, nullptr);
   std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
 
@@ -969,7 +972,7 @@ TEST(Priority, HighPriorityJobOvertakesALongLowPriorityJob) {
   Problem high = StatisticsProblem(/*issuers=*/20, /*paths=*/16384, /*columns=*/3072, 2);
   high.request.set_priority(10);
 
-  Call low_call(*stub, low.request);
+  Call low_call(*stub, low.request, kCallTimeout, kTesterToken);
   ASSERT_TRUE(low_call.Read());
   const v1::JobAccepted low_accepted = Accepted(low_call.replies());
   ASSERT_EQ(low_accepted.plan().shard_count(), 20);
@@ -979,7 +982,7 @@ TEST(Priority, HighPriorityJobOvertakesALongLowPriorityJob) {
     low_result = low_call.Finish();
     low_done = Clock::now();
   });
-  const PriceCall high_result = RunCall(*stub, high.request);
+  const PriceCall high_result = Call(*stub, high.request, kCallTimeout, kTesterToken).Finish();
   const Clock::time_point high_done = Clock::now();
   low_reader.join();
 

@@ -276,7 +276,9 @@ TEST(BadRequests, BaseRequestIsValid) {
 // ES levels just inside (0, 1), 16 levels, priorities +-100 and a correlation
 // on the edge of the tolerance.
 TEST(BadRequests, EdgesOfTheRangesAreAccepted) {
-  std::unique_ptr<PricerServer> server = StartTestServer();
+  ServerOptions options;
+  options.auth_tokens_file = TesterTokenFile();  // the right to priority 100
+  std::unique_ptr<PricerServer> server = StartTestServer(options);
   ASSERT_NE(server, nullptr);
   std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
   v1::PriceRequest request = SmallRequest();
@@ -291,7 +293,7 @@ TEST(BadRequests, EdgesOfTheRangesAreAccepted) {
   request.set_precision(v1::PRECISION_BF16);
   for (int priority : {100, -100}) {
     request.set_priority(priority);
-    const PriceCall call = RunPrice(*stub, request);
+    const PriceCall call = RunPrice(*stub, request, kTesterToken);
     EXPECT_TRUE(call.status.ok()) << priority << ": " << call.status.error_message();
     ASSERT_FALSE(call.replies.empty());
     EXPECT_TRUE(call.replies.back().has_finished());

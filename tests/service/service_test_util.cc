@@ -3,6 +3,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,9 +30,25 @@ std::unique_ptr<v1::Pricer::Stub> NewStub(const PricerServer& server) {
                                                  grpc::InsecureChannelCredentials()));
 }
 
-PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request) {
+std::string TesterTokenFile() {
+  std::string path = ::testing::TempDir() + "pricer-tokens-XXXXXX";
+  const int fd = mkstemp(path.data());  // mode 0600
+  EXPECT_GE(fd, 0) << path;
+  const std::string line = std::string("tester ") + kTesterToken + " 100\n";
+  EXPECT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  close(fd);
+  return path;
+}
+
+void AddToken(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
+PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request,
+                   const std::string& token) {
   PriceCall call;
   grpc::ClientContext context;
+  AddToken(&context, token);
   std::unique_ptr<grpc::ClientReader<v1::PriceReply>> reader = stub.Price(&context, request);
   v1::PriceReply reply;
   while (reader->Read(&reply)) call.replies.push_back(std::move(reply));

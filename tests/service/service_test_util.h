@@ -2,6 +2,7 @@
 // stub talking to it, and helpers that build requests and read replies.
 #pragma once
 
+#include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
 
 #include <chrono>
@@ -30,12 +31,21 @@ inline constexpr int64_t kTestBudgetBytes = 1LL << 30;
 std::unique_ptr<PricerServer> StartTestServer(ServerOptions options = {});
 std::unique_ptr<v1::Pricer::Stub> NewStub(const PricerServer& server);
 
+// A token file for ServerOptions::auth_tokens_file (mode 0600, a fresh
+// temporary file) naming one client, "tester", with the right to priorities
+// up to 100; its calls carry kTesterToken (RunPrice's `token`, AddToken).
+inline constexpr char kTesterToken[] = "tester-5b1d0f3c9a7e";
+std::string TesterTokenFile();
+void AddToken(grpc::ClientContext* context, const std::string& token);
+
 // Every reply of one Price call and how it ended.
 struct PriceCall {
   grpc::Status status;
   std::vector<v1::PriceReply> replies;
 };
-PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request);
+// `token`: sent as `authorization: Bearer <token>` unless empty.
+PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request,
+                   const std::string& token = "");
 
 v1::ListDevicesReply ListDevices(v1::Pricer::Stub& stub);
 
