@@ -1,10 +1,12 @@
 // pricer: the command-line client. `pricer price` sends one pricing request
-// and writes its results; `pricer devices` lists the server's devices.
+// and writes its results; `pricer devices` lists the server's devices;
+// `pricer health` asks whether the server is serving.
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -15,11 +17,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "client/lib/connection.h"
 #include "client/lib/npy.h"
 #include "client/lib/price_results.h"
 #include "client/lib/pricer_client.h"
 #include "client/lib/progress_journal.h"
 #include "client/lib/request_options.h"
+#include "pricer/version.h"
 
 namespace {
 
@@ -124,7 +129,7 @@ class RunJournal {
   bool started_ = false;  // the journal holds the `accepted` of the whole range
 };
 
-int RunPrice(const std::string& target, const pricer::PriceOptions& options,
+int RunPrice(pricer::PricerClient& client, const pricer::PriceOptions& options,
              const pricer::ResultFiles& files, int split, bool resume) {
   absl::StatusOr<pricer::v1::PriceRequest> request = pricer::BuildPriceRequest(options);
   if (!request.ok()) {
@@ -154,7 +159,6 @@ int RunPrice(const std::string& target, const pricer::PriceOptions& options,
     return 2;
   }
 
-  pricer::PricerClient client(target);
   const bool progress = isatty(STDERR_FILENO);
   std::mutex mu;  // one reply at a time: into the files, then into the journal
   const auto on_reply = [&](const pricer::v1::PriceReply& reply) {
@@ -203,13 +207,12 @@ int RunPrice(const std::string& target, const pricer::PriceOptions& options,
   return 0;
 }
 
-int RunUpload(const std::string& target, const std::string& file) {
+int RunUpload(pricer::PricerClient& client, const std::string& file) {
   absl::StatusOr<pricer::NpyMatrix> matrix = pricer::ReadNpyMatrix(file);
   if (!matrix.ok()) {
     std::cerr << "pricer: " << matrix.status().message() << "\n";
     return 2;
   }
-  pricer::PricerClient client(target);
   pricer::v1::ScenarioSet set;
   const grpc::Status status =
       client.UploadScenarios(matrix->rows, matrix->columns, matrix->values, &set);
@@ -220,8 +223,7 @@ int RunUpload(const std::string& target, const std::string& file) {
   return 0;
 }
 
-int RunDevices(const std::string& target, bool json) {
-  pricer::PricerClient client(target);
+int RunDevices(pricer::PricerClient& client, bool json) {
   pricer::v1::ListDevicesReply reply;
   if (grpc::Status status = client.ListDevices(&reply); !status.ok()) return Fail(status);
   if (json) {
@@ -233,6 +235,8 @@ int RunDevices(const std::string& target, bool json) {
     std::cout << text;
     return 0;
   }
+  std::cout << "server version: "
+            << (reply.server_version().empty() ? "not reported" : reply.server_version()) << "\n";
   std::cout << absl::StrFormat("%-10s %-6s %16s %16s %16s %12s %10s\n", "device", "kind",
                                "budget bytes", "in use bytes", "peak bytes", "shards done",
                                "busy s");
@@ -248,15 +252,61 @@ int RunDevices(const std::string& target, bool json) {
   return 0;
 }
 
+// What a container's HEALTHCHECK runs: exit 0 only when `service` is serving.
+int RunHealth(pricer::PricerClient& client, const std::string& service) {
+  grpc::health::v1::HealthCheckResponse::ServingStatus status;
+  if (grpc::Status s = client.Health(service, &status); !s.ok()) return Fail(s);
+  std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(status) << "\n";
+  return status == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
+}
+
+// The token: the file --token-file (or PRICER_TOKEN_FILE) names, else
+// PRICER_TOKEN, which holds the token itself; none when neither is given.
+absl::StatusOr<std::string> ReadToken(const std::string& token_file) {
+  if (!token_file.empty()) return pricer::ReadTokenFile(token_file);
+  const char* token = std::getenv("PRICER_TOKEN");
+  return std::string(absl::StripAsciiWhitespace(token == nullptr ? "" : token));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"pricer: client of the pricer Monte Carlo scenario pricing service"};
   app.require_subcommand(1);
+  app.set_version_flag("--version",
+                       absl::StrCat("pricer ", pricer::kVersion, " (", pricer::kBuildOptions, ")"));
+  // The verbs inherit this: a flag of the app may follow the verb too
+  // (`pricer price --token-file t ...`).
+  app.fallthrough();
   std::string target = "localhost:50051";
   app.add_option("--target", target, "server address host:port")
       ->envname("PRICER_TARGET")
       ->capture_default_str();
+
+  // How to reach the server: before or after the verb, on every verb.
+  pricer::ConnectionOptions connection;
+  constexpr char kConnection[] = "Connection (before or after the verb)";
+  app.add_option("--tls-ca", connection.tls_ca_file,
+                 "connect with TLS; PEM file of the roots that verify the server's certificate "
+                 "(default: the system roots)")
+      ->group(kConnection);
+  app.add_option("--tls-cert", connection.tls_cert_file,
+                 "connect with TLS; PEM file of this client's certificate chain, for a server "
+                 "that asks for one (mutual TLS; with --tls-key)")
+      ->group(kConnection);
+  app.add_option("--tls-key", connection.tls_key_file, "PEM file of the private key of --tls-cert")
+      ->group(kConnection);
+  app.add_option("--tls-server-name", connection.tls_server_name,
+                 "connect with TLS; the name to check in the server's certificate instead of "
+                 "the host of --target (e.g. when the target is an IP address)")
+      ->group(kConnection);
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding the bearer token sent with every call (surrounding whitespace "
+                 "trimmed); without it, the environment variable PRICER_TOKEN holds the token "
+                 "itself")
+      ->envname("PRICER_TOKEN_FILE")
+      ->group(kConnection);
 
   pricer::PriceOptions options;
   pricer::ResultFiles files;
@@ -315,7 +365,30 @@ int main(int argc, char** argv) {
   CLI::App* devices = app.add_subcommand("devices", "list the server's devices");
   devices->add_option("--target", target, "server address host:port")->envname("PRICER_TARGET");
   devices->add_flag("--json", json, "print the ListDevices reply as JSON");
+
+  std::string service;
+  CLI::App* health = app.add_subcommand(
+      "health",
+      "ask the server's health service whether SERVICE is serving: prints SERVING, NOT_SERVING, "
+      "SERVICE_UNKNOWN or UNKNOWN; exit 0 only when SERVING (needs no token)");
+  health->add_option("--service", service,
+                     "the service asked about: \"\" (default) for the server, pricer.v1.Pricer "
+                     "for the pricing service");
+
+  for (CLI::App* verb : app.get_subcommands({})) {
+    verb->footer(
+        "Connection flags, before or after the verb (see pricer --help): --target, --tls-ca, "
+        "--tls-cert, --tls-key, --tls-server-name, --token-file.");
+  }
   CLI11_PARSE(app, argc, argv);
+
+  absl::StatusOr<std::string> token = ReadToken(token_file);
+  if (!token.ok()) {
+    std::cerr << "pricer: " << token.status().message() << "\n";
+    return 2;
+  }
+  connection.token = *std::move(token);
+  pricer::PricerClient client(target, connection);
 
   if (price->parsed()) {
     options.full = !files.full_npy.empty();
@@ -331,8 +404,9 @@ int main(int argc, char** argv) {
       }
       options.statistics = *std::move(items);
     }
-    return RunPrice(target, options, files, split, resume);
+    return RunPrice(client, options, files, split, resume);
   }
-  if (upload->parsed()) return RunUpload(target, upload_file);
-  return RunDevices(target, json);
+  if (upload->parsed()) return RunUpload(client, upload_file);
+  if (health->parsed()) return RunHealth(client, service);
+  return RunDevices(client, json);
 }

@@ -1,9 +1,6 @@
 #include "client/lib/pricer_client.h"
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,15 +17,6 @@
 namespace pricer {
 
 namespace {
-
-// Calls go round robin over every address the target resolves to (a list
-// such as ipv4:127.0.0.1:50051,127.0.0.1:50052, or a DNS name with several
-// records), so the parts of a split request spread over the servers.
-std::shared_ptr<grpc::Channel> RoundRobinChannel(const std::string& target) {
-  grpc::ChannelArguments arguments;
-  arguments.SetLoadBalancingPolicyName("round_robin");
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments);
-}
 
 constexpr std::chrono::milliseconds kFirstBackoff(200);
 
@@ -55,16 +43,17 @@ grpc::Status Contradiction(const std::string& what) {
   return grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + what);
 }
 
+}  // namespace
+
 // One column range of a request and what has arrived of it. Run() calls
 // until every column of the range, and the terminal prices when this part
 // asks for them, have arrived, asking a broken call's successor only for
 // what is still missing.
-class PartRun {
+class PricerClient::PartRun {
  public:
   // `range` unset: the request's own range, learned from its `accepted`.
   PartRun(v1::PriceRequest request, std::optional<ColumnRange> range, bool terminal_prices,
-          const ReceivedResults& received, v1::Pricer::Stub& stub,
-          const PricerClient::OnReply& on_reply)
+          const ReceivedResults& received, const PricerClient& client, const OnReply& on_reply)
       : request_(std::move(request)),
         range_(range),
         terminal_prices_(terminal_prices),
@@ -73,7 +62,7 @@ class PartRun {
         columns_(received.columns),
         issuers_(received.issuers),
         prices_(received.prices),
-        stub_(stub),
+        client_(client),
         on_reply_(on_reply) {}
 
   grpc::Status Run();
@@ -117,11 +106,11 @@ class PartRun {
   ColumnRanges columns_;
   int64_t issuers_ = 0;
   ColumnRanges prices_;
-  v1::Pricer::Stub& stub_;
-  const PricerClient::OnReply& on_reply_;
+  const PricerClient& client_;
+  const OnReply& on_reply_;
 };
 
-grpc::Status PartRun::Run() {
+grpc::Status PricerClient::PartRun::Run() {
   int retries = 0;
   std::chrono::milliseconds backoff = kFirstBackoff;
   for (;;) {
@@ -148,7 +137,7 @@ grpc::Status PartRun::Run() {
   }
 }
 
-grpc::Status PartRun::CallForMissing(bool* ours) {
+grpc::Status PricerClient::PartRun::CallForMissing(bool* ours) {
   if (!range_.has_value()) return Call(std::nullopt, terminal_prices_, ours);
   bool with_prices = PricesMissing();
   std::vector<ColumnRange> missing = MissingColumns(*range_);
@@ -162,14 +151,17 @@ grpc::Status PartRun::CallForMissing(bool* ours) {
   return grpc::Status::OK;
 }
 
-grpc::Status PartRun::Call(const std::optional<ColumnRange>& asked, bool with_prices, bool* ours) {
+grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked, bool with_prices,
+                                         bool* ours) {
   if (asked.has_value()) {
     request_.set_column_begin(asked->first);
     request_.set_column_end(asked->second);
   }
   request_.mutable_output()->set_terminal_prices(with_prices);
   grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReader<v1::PriceReply>> reader = stub_.Price(&context, request_);
+  if (grpc::Status s = client_.Start(context); !s.ok()) return s;
+  std::unique_ptr<grpc::ClientReader<v1::PriceReply>> reader =
+      client_.stub_->Price(&context, request_);
   v1::PriceReply reply;
   while (reader->Read(&reply)) {
     if (grpc::Status s = Take(reply, asked); !s.ok()) {
@@ -202,7 +194,8 @@ grpc::Status PartRun::Call(const std::optional<ColumnRange>& asked, bool with_pr
   return status;
 }
 
-grpc::Status PartRun::Take(const v1::PriceReply& reply, const std::optional<ColumnRange>& asked) {
+grpc::Status PricerClient::PartRun::Take(const v1::PriceReply& reply,
+                                         const std::optional<ColumnRange>& asked) {
   if (reply.has_accepted()) {
     const v1::JobAccepted& accepted = reply.accepted();
     if (!range_.has_value()) range_.emplace(accepted.column_begin(), accepted.column_end());
@@ -228,7 +221,7 @@ grpc::Status PartRun::Take(const v1::PriceReply& reply, const std::optional<Colu
 
 // Hands on the issuers of a terminal-prices chunk that have not arrived yet:
 // a retry that asks for the prices again gets all of them.
-grpc::Status PartRun::TakePrices(const v1::PriceReply& reply) {
+grpc::Status PricerClient::PartRun::TakePrices(const v1::PriceReply& reply) {
   const v1::TerminalPricesChunk& chunk = reply.prices();
   const int64_t begin = chunk.issuer_begin(), end = chunk.issuer_end();
   const int64_t column_bytes = chunk.rows() * 4;
@@ -258,15 +251,32 @@ grpc::Status PartRun::TakePrices(const v1::PriceReply& reply) {
   return grpc::Status::OK;
 }
 
-}  // namespace
+PricerClient::PricerClient(const std::string& target, const ConnectionOptions& options)
+    : token_(options.token) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CreateChannel(target, options);
+  if (!channel.ok()) {
+    connection_ = channel.status();
+    return;
+  }
+  channel_ = *std::move(channel);
+  stub_ = v1::Pricer::NewStub(channel_);
+  health_ = grpc::health::v1::Health::NewStub(channel_);
+}
 
-PricerClient::PricerClient(const std::string& target)
-    : channel_(RoundRobinChannel(target)), stub_(v1::Pricer::NewStub(channel_)) {}
+grpc::Status PricerClient::Start(grpc::ClientContext& context) const {
+  if (!connection_.ok()) {
+    // gRPC's and Abseil's status codes share their numbers.
+    return grpc::Status(static_cast<grpc::StatusCode>(connection_.code()),
+                        std::string(connection_.message()));
+  }
+  AddToken(token_, context);
+  return grpc::Status::OK;
+}
 
 grpc::Status PricerClient::Price(const v1::PriceRequest& request, const OnReply& on_reply) {
   std::optional<ColumnRange> range;
   if (request.column_end() > 0) range.emplace(request.column_begin(), request.column_end());
-  return PartRun(request, range, request.output().terminal_prices(), {}, *stub_, on_reply).Run();
+  return PartRun(request, range, request.output().terminal_prices(), {}, *this, on_reply).Run();
 }
 
 grpc::Status PricerClient::PriceSplit(const v1::PriceRequest& request, int64_t column_begin,
@@ -274,10 +284,11 @@ grpc::Status PricerClient::PriceSplit(const v1::PriceRequest& request, int64_t c
                                       const ReceivedResults& received) {
   const int64_t columns = column_end - column_begin;
   parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(parts, columns)));
-  if (parts > 1 && !received.columns.Covers(column_begin, column_end)) {
+  if (connection_.ok() && parts > 1 && !received.columns.Covers(column_begin, column_end)) {
     // Round robin picks among the servers it is connected to: connect first,
     // so the parts do not all go to whichever server answered first. A few
-    // cheap calls give the other connections time to come up.
+    // cheap calls give the other connections time to come up. (Without a
+    // connection there is no channel: the parts fail at once.)
     channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
     for (int k = 0; k < parts; ++k) {
       v1::ListDevicesReply ignored;
@@ -294,7 +305,7 @@ grpc::Status PricerClient::PriceSplit(const v1::PriceRequest& request, int64_t c
     calls.emplace_back(
         [this, &request, range, terminal_prices, &received, &on_reply, &statuses, k] {
           statuses[static_cast<size_t>(k)] =
-              PartRun(request, range, terminal_prices, received, *stub_, on_reply).Run();
+              PartRun(request, range, terminal_prices, received, *this, on_reply).Run();
         });
   }
   for (std::thread& call : calls) call.join();
@@ -308,6 +319,7 @@ grpc::Status PricerClient::UploadScenarios(int64_t rows, int64_t columns,
                                            const std::vector<float>& values, v1::ScenarioSet* set,
                                            int64_t chunk_bytes) {
   grpc::ClientContext context;
+  if (grpc::Status s = Start(context); !s.ok()) return s;
   std::unique_ptr<grpc::ClientWriter<v1::ScenarioChunk>> writer =
       stub_->UploadScenarios(&context, set);
   const auto* bytes = reinterpret_cast<const char*>(values.data());
@@ -331,7 +343,21 @@ grpc::Status PricerClient::UploadScenarios(int64_t rows, int64_t columns,
 
 grpc::Status PricerClient::ListDevices(v1::ListDevicesReply* reply) {
   grpc::ClientContext context;
+  if (grpc::Status s = Start(context); !s.ok()) return s;
   return stub_->ListDevices(&context, v1::ListDevicesRequest(), reply);
+}
+
+grpc::Status PricerClient::Health(const std::string& service,
+                                  grpc::health::v1::HealthCheckResponse::ServingStatus* status) {
+  grpc::ClientContext context;
+  if (grpc::Status s = Start(context); !s.ok()) return s;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status s = health_->Check(&context, request, &response);
+  if (s.ok()) *status = response.status();
+  return s;
 }
 
 }  // namespace pricer

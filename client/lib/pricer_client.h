@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "client/lib/column_ranges.h"
+#include "client/lib/connection.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "pricer/v1/pricer.grpc.pb.h"
 
 namespace pricer {
@@ -33,8 +36,11 @@ class PricerClient {
   using OnReply = std::function<grpc::Status(const v1::PriceReply&)>;
 
   // `target` is a gRPC target such as "localhost:50051", or several servers:
-  // "ipv4:127.0.0.1:50051,127.0.0.1:50052" (calls go round robin).
-  explicit PricerClient(const std::string& target);
+  // "ipv4:127.0.0.1:50051,127.0.0.1:50052" (calls go round robin); `options`
+  // turn on TLS and give the token (connection.h). When they are wrong (a
+  // PEM file that cannot be read), every call fails with the error that
+  // CreateChannel returned, naming the flag and the path.
+  explicit PricerClient(const std::string& target, const ConnectionOptions& options = {});
 
   // Sends one request and hands each reply to `on_reply` as it arrives,
   // retrying the missing columns of a broken call (kMaxRetries): `on_reply`
@@ -55,10 +61,25 @@ class PricerClient {
   // `chunk_bytes`; `set` receives its id and shape.
   grpc::Status UploadScenarios(int64_t rows, int64_t columns, const std::vector<float>& values,
                                v1::ScenarioSet* set, int64_t chunk_bytes = 1 << 20);
+  // Asks the standard health service (grpc.health.v1.Health/Check) whether
+  // `service` is serving: "" for the server, "pricer.v1.Pricer" for the
+  // pricing service. It needs no token; it fails with DEADLINE_EXCEEDED
+  // when the server does not answer within 5 s.
+  grpc::Status Health(const std::string& service,
+                      grpc::health::v1::HealthCheckResponse::ServingStatus* status);
 
  private:
+  class PartRun;  // one column range of a Price call and its retries
+
+  // Every call's context passes here before the call starts: it gets the
+  // token, or the call is refused when the connection could not be set up.
+  grpc::Status Start(grpc::ClientContext& context) const;
+
+  absl::Status connection_;  // OK, or why CreateChannel failed (no channel)
+  std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pricer::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 
 }  // namespace pricer

@@ -109,7 +109,8 @@ void LogCall(const CallRecord& call) {
                                                call.columns, call.flops, call.seconds, call.bytes));
     return;
   }
-  std::string fields;
+  // "message" as every other line has, then the fields as keys.
+  std::string fields = absl::StrCat("\"message\":\"", call.method, " ", code, "\",");
   for (auto [key, value] : {std::pair<absl::string_view, absl::string_view>{"method", call.method},
                             {"client", call.client},
                             {"peer", call.peer},

@@ -380,15 +380,16 @@ class SmallDevicesTest(unittest.TestCase):
 
     def devices(self):
         """`pricer devices`: the rows as {name: [kind, budget, in use, peak, shards, busy]}
-        and the footer line."""
+        and the footer line, after the server's version."""
         proc = run_pricer("devices", "--target", self.server.target, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         lines = proc.stdout.splitlines()
-        self.assertEqual(lines[0].split(), ["device", "kind", "budget", "bytes", "in", "use",
+        self.assertRegex(lines[0], r"^server version: \d+\.\d+\.\d+ \((cuda|cpu only)\)$")
+        self.assertEqual(lines[1].split(), ["device", "kind", "budget", "bytes", "in", "use",
                                             "bytes", "peak", "bytes", "shards", "done", "busy",
                                             "s"])
         rows = {}
-        for line in lines[1:-1]:
+        for line in lines[2:-1]:
             name, kind, *numbers = line.split()
             rows[name] = [kind] + [int(x) for x in numbers[:4]] + [float(numbers[4])]
         return rows, lines[-1]

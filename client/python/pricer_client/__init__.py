@@ -6,6 +6,10 @@
                          rate=0.02, maturity=1.0, statistics=["mean", "var:0.99"])
     stats["var_0.99"]        # NumPy array, one value per scenario column
 
+    # A server with TLS (mutual here) and bearer tokens: PEM paths or bytes.
+    client = Client("pricer.example:50051", token=open("token").read().strip(),
+                    tls_ca="ca.pem", tls_cert="client.pem", tls_key="client.key")
+
 The generated protobuf modules (pricer/v1/pricer_pb2*.py) come from
 proto/pricer/v1/pricer.proto at build time; see client/python/README.md.
 """

@@ -1,9 +1,12 @@
-"""A thin client over the generated gRPC stubs that speaks NumPy."""
+"""A thin client over the generated gRPC stubs that speaks NumPy, over plain
+text or TLS, with an optional bearer token."""
 
+import collections
 import concurrent.futures
 import dataclasses
 import hashlib
 import logging
+import os
 import threading
 import time
 from typing import Dict, Iterable, Optional, Sequence, Union
@@ -84,16 +87,89 @@ def _levels(statistics, kind):
     return {entry.level: entry.values for entry in field}
 
 
-class Client:
-    """A connection to one server, or to several behind one gRPC target."""
+# A PEM argument: the PEM bytes, or the path of a PEM file.
+Pem = Union[str, os.PathLike, bytes]
 
-    def __init__(self, target: str = "localhost:50051"):
+
+def _pem(name: str, value: Optional[Pem]) -> Optional[bytes]:
+    """The PEM bytes of `value`; an error names `name` (the parameter) and
+    the path."""
+    if value is None:
+        return None
+    pem, source = value, "the bytes given"
+    if not isinstance(value, bytes):
+        source = os.fspath(value)
+        try:
+            with open(source, "rb") as f:
+                pem = f.read()
+        except OSError as error:
+            raise OSError(error.errno, f"{name}: cannot read {source}: {error.strerror}") from None
+    if b"-----BEGIN " not in pem:
+        raise ValueError(f"{name}: {source} is not PEM (no -----BEGIN line)")
+    return pem
+
+
+class _CallDetails(
+        collections.namedtuple("_CallDetails", ("method", "timeout", "metadata", "credentials",
+                                                "wait_for_ready", "compression")),
+        grpc.ClientCallDetails):
+    pass
+
+
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                   grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` to every call on a channel: the
+    one place for devices(), upload() and every part and retry of price().
+    Metadata rather than call credentials, which gRPC sends only over TLS:
+    a token must work on a plain-text channel too."""
+
+    def __init__(self, token: str):
+        self._authorization = ("authorization", "Bearer " + token)
+
+    def _intercept(self, continuation, details, request):
+        metadata = [*(details.metadata or ()), self._authorization]
+        return continuation(_CallDetails(details.method, details.timeout, metadata,
+                                         details.credentials, details.wait_for_ready,
+                                         details.compression), request)
+
+    intercept_unary_unary = intercept_unary_stream = _intercept
+    intercept_stream_unary = intercept_stream_stream = _intercept
+
+
+class Client:
+    """A connection to one server, or to several behind one gRPC target.
+
+    `token`: sent as `authorization: Bearer <token>` with every call. `tls_ca`
+    (the roots that verify the server; default the system roots), `tls_cert`
+    and `tls_key` (this client's certificate and key, for a server that asks
+    for one): PEM bytes or paths of PEM files. `tls_server_name`: the name to
+    check in the server's certificate instead of the target's host. TLS is on
+    when any tls_ argument is given.
+    """
+
+    def __init__(self, target: str = "localhost:50051", token: Optional[str] = None,
+                 tls_ca: Optional[Pem] = None, tls_cert: Optional[Pem] = None,
+                 tls_key: Optional[Pem] = None, tls_server_name: Optional[str] = None):
         # Calls go round robin over every address the target resolves to
         # (e.g. "ipv4:127.0.0.1:50051,127.0.0.1:50052"), so the parts of a
         # split request spread over the servers.
-        self._channel = grpc.insecure_channel(
-            target, options=[("grpc.lb_policy_name", "round_robin")])
-        self._stub = pricer_pb2_grpc.PricerStub(self._channel)
+        options = [("grpc.lb_policy_name", "round_robin")]
+        if any(value is not None for value in (tls_ca, tls_cert, tls_key, tls_server_name)):
+            if (tls_cert is None) != (tls_key is None):
+                raise ValueError("tls_cert and tls_key go together: a client certificate "
+                                 "needs its private key")
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_pem("tls_ca", tls_ca),
+                private_key=_pem("tls_key", tls_key),
+                certificate_chain=_pem("tls_cert", tls_cert))
+            if tls_server_name is not None:
+                options.append(("grpc.ssl_target_name_override", tls_server_name))
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(target, options=options)
+        calls = grpc.intercept_channel(self._channel, _BearerToken(token)) if token else \
+            self._channel
+        self._stub = pricer_pb2_grpc.PricerStub(calls)
 
     def close(self):
         self._channel.close()
