@@ -216,12 +216,17 @@ absl::Status Engine::CheckQuotas(const std::string& client, double flops) const 
   return absl::OkStatus();
 }
 
-void Engine::StopAll(const absl::Status& why) {
+std::vector<std::string> Engine::StopAll(const absl::Status& why) {
+  std::vector<std::string> stopped;
   {
     std::lock_guard lock(signal_->mu);
-    for (const auto& job : jobs_) job->Stop(why);
+    for (const auto& job : jobs_) {
+      if (!job->cancelled_) stopped.push_back(job->id_);
+      job->Stop(why);
+    }
   }
   signal_->cv.notify_all();
+  return stopped;
 }
 
 std::vector<DeviceStatus> Engine::DeviceStatuses() const {

@@ -202,8 +202,8 @@ class Engine {
   // full or the client is over a quota, UNAVAILABLE when every device is
   // lost; nothing is allocated then.
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec);
-  // Stops every job with `why` (a drain that ran out of time).
-  void StopAll(const absl::Status& why);
+  // Stops every job with `why` (a drain that ran out of time); their ids.
+  std::vector<std::string> StopAll(const absl::Status& why);
 
   std::vector<DeviceStatus> DeviceStatuses() const;
   EngineStatus Status() const;

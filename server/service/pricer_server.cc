@@ -5,14 +5,17 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "pricer/version.h"
 #include "spdlog/spdlog.h"
 
@@ -150,6 +153,13 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
   // gRPC shares a port between servers by default (SO_REUSEPORT): a second
   // pricerd on a busy port must fail instead of taking half the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  if (options.max_connection_age_seconds > 0) {
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(std::min(options.max_connection_age_seconds * 1000, 2e9)));
+    // Calls running on an old connection are never cut: they end on it.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, INT_MAX);
+  }
   builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   // The transport reads requests up to twice the limit, so that one over the
@@ -209,8 +219,10 @@ void PricerServer::Shutdown(double drain_seconds) {
   int64_t cut = 0;
   if (!service_->WaitForCalls(deadline)) {
     cut = service_->active_calls();
-    engine_->StopAll(absl::UnavailableError(absl::StrCat(
+    const std::vector<std::string> jobs = engine_->StopAll(absl::UnavailableError(absl::StrCat(
         "the server shut down: its drain time of ", drain_seconds, " s ran out; retry elsewhere")));
+    spdlog::warn("drain time of {} s ran out: cutting {} calls, jobs {}", drain_seconds, cut,
+                 jobs.empty() ? "none" : absl::StrJoin(jobs, ", "));
     // The cut calls end with that status; a reader that does not read is
     // cancelled by the gRPC shutdown below.
     service_->WaitForCalls(Clock::now() + std::chrono::seconds(2));

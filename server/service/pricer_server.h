@@ -47,6 +47,10 @@ struct ServerOptions {
   std::string scenario_dir;
   // Largest accepted PriceRequest, bytes.
   int64_t max_request_bytes = 64LL << 20;
+  // When > 0, a connection older than this is asked to go away (HTTP/2
+  // GOAWAY; its running calls finish), so that clients resolve the target
+  // again and find new replicas.
+  double max_connection_age_seconds = 0;
   EngineOptions engine;
 };
 

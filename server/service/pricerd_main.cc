@@ -75,6 +75,12 @@ int main(int argc, char** argv) {
       ->envname("PRICER_DRAIN_SECONDS")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  app.add_option("--max-connection-age-seconds", options.max_connection_age_seconds,
+                 "ask clients to reconnect after this long (HTTP/2 GOAWAY; running calls "
+                 "finish), so that they resolve the target again and find new replicas; 0: never")
+      ->envname("PRICER_MAX_CONNECTION_AGE_SECONDS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--tls-cert", options.tls.cert_file, "PEM certificate chain: serve TLS")
       ->envname("PRICER_TLS_CERT");
   app.add_option("--tls-key", options.tls.key_file, "PEM private key of --tls-cert")

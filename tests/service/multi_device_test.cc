@@ -920,6 +920,9 @@ TEST(LostDevice, TakesNoMoreWorkAndTheOtherDeviceFinishesTheJob) {
   EXPECT_GT(plan.device_plans(1 - lost).shards_in_flight(), 0);
   devices = ListDevices(*stub);
   EXPECT_EQ(devices.devices(lost).shards_done(), lost_done);
+  // One device can still take work: the server is healthy.
+  EXPECT_EQ(HealthOf(*server, ""), "SERVING");
+  EXPECT_EQ(HealthOf(*server, "pricer.v1.Pricer"), "SERVING");
 }
 
 // With its only device lost, a server refuses new jobs with UNAVAILABLE
@@ -930,6 +933,7 @@ TEST(LostDevice, ServerWithEveryDeviceLostRefusesJobsSayingWhy) {
   std::unique_ptr<PricerServer> server = StartFlakyServer(1, failures);
   ASSERT_NE(server, nullptr);
   std::unique_ptr<v1::Pricer::Stub> stub = NewStub(*server);
+  EXPECT_EQ(HealthOf(*server, "pricer.v1.Pricer"), "SERVING");
   const PriceCall first =
       RunCall(*stub, MakeProblem(kIssuers, kPaths, kColumns, kFlakySeed).request);
   EXPECT_FALSE(first.status.ok());
@@ -941,6 +945,10 @@ TEST(LostDevice, ServerWithEveryDeviceLostRefusesJobsSayingWhy) {
   EXPECT_EQ(refused.status.error_message(), "no device can take work: injected fault");
   EXPECT_TRUE(refused.replies.empty());
   EXPECT_EQ(ListDevices(*stub).devices(0).lost(), "injected fault");
+  // No device can take work: health says so, for an orchestrator to act on.
+  EXPECT_EQ(HealthOf(*server, ""), "NOT_SERVING");
+  EXPECT_EQ(HealthOf(*server, "pricer.v1.Pricer"), "NOT_SERVING");
+  EXPECT_EQ(HealthOf(*server, "no.such.Service"), "NOT_FOUND");
 }
 
 // A statistics and terminal prices request on an inline matrix, checked by

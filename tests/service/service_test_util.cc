@@ -10,6 +10,8 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/status/status.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 
 namespace pricer::testing {
@@ -54,6 +56,21 @@ PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request,
   while (reader->Read(&reply)) call.replies.push_back(std::move(reply));
   call.status = reader->Finish();
   return call;
+}
+
+std::string HealthOf(const PricerServer& server, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) {
+    return absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
+  }
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
 v1::ListDevicesReply ListDevices(v1::Pricer::Stub& stub) {

@@ -49,6 +49,11 @@ PriceCall RunPrice(v1::Pricer::Stub& stub, const v1::PriceRequest& request,
 
 v1::ListDevicesReply ListDevices(v1::Pricer::Stub& stub);
 
+// The server's answer to grpc.health.v1.Health/Check for `service` ("" or
+// "pricer.v1.Pricer"), as the status's name ("SERVING", "NOT_SERVING"), or
+// the call's error code's.
+std::string HealthOf(const PricerServer& server, const std::string& service);
+
 // A valid request: explicit market of `issuers` issuers, generated scenarios.
 v1::PriceRequest SmallRequest(int64_t issuers = 4, int64_t paths = 1000, int64_t columns = 100);
 
