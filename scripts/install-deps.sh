@@ -11,7 +11,11 @@ packages=(
   python3 python3-numpy python3-grpcio python3-grpc-tools python3-protobuf
   python3-matplotlib time
   prometheus-cpp-dev prometheus openssl
+  python3-yaml python3-venv buildah debootstrap iproute2
 )
+# tests/deploy renders the manifests with `kubectl kustomize` (kustomize v4
+# or later: kubectl 1.21+). Debian's kubernetes-client only when none is here.
+command -v kubectl > /dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
