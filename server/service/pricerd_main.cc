@@ -19,12 +19,13 @@ namespace {
 // SIGTERM and SIGINT reach whichever thread the kernel picks, including
 // threads that libraries (OpenBLAS) start before main: so the handler, not a
 // signal mask, turns them into a byte on a pipe that the drain thread reads.
-// A second signal while draining exits at once.
+// A second signal while draining exits at once. SIGHUP (the usual "reload")
+// is logged and otherwise ignored: certificates and tokens are read at start.
 int signal_pipe[2] = {-1, -1};
 std::atomic<int> signals_seen{0};
 
 extern "C" void OnStopSignal(int signal) {
-  if (signals_seen.fetch_add(1) > 0) {
+  if (signal != SIGHUP && signals_seen.fetch_add(1) > 0) {
     constexpr char kMessage[] = "pricerd: second signal: exiting now, without draining\n";
     (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
     _exit(1);
@@ -41,6 +42,7 @@ void InstallStopHandlers() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
 }
 
 }  // namespace
@@ -183,7 +185,15 @@ int main(int argc, char** argv) {
   }
   std::thread stopper([&] {
     char signal = 0;
-    while (read(signal_pipe[0], &signal, 1) < 0 && errno == EINTR) {
+    while (true) {
+      if (read(signal_pipe[0], &signal, 1) < 0) {
+        if (errno == EINTR) continue;
+        return;  // the pipe is gone: nothing will stop the server but the process's end
+      }
+      if (signal != SIGHUP) break;
+      spdlog::warn(
+          "SIGHUP: nothing is reloaded; TLS certificates and the token file are read at start, "
+          "restart pricerd (it drains on SIGTERM) to change them");
     }
     spdlog::info("signal {}: draining for up to {} s (a second signal exits at once)",
                  static_cast<int>(signal), drain_seconds);

@@ -1194,6 +1194,19 @@ class DrainTest(OperationsTestCase):
         self.assertNotEqual(reader.code, OK)
 
 
+    def test_sighup_reloads_nothing_and_keeps_serving(self):
+        server = self.start_server()
+        server.signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while "SIGHUP: nothing is reloaded" not in server.output():
+            self.assertLess(time.time(), deadline, server.output()[-2000:])
+            time.sleep(0.05)
+        self.assertIsNone(server.proc.poll())
+        self.assertEqual(health_check(self.channel(server.target), "pricer.v1.Pricer"),
+                         (OK, SERVING))
+        self.assertCall(price(self.stub(server), small_request()), OK)
+
+
 class LogTest(OperationsTestCase):
     ISSUERS, PATHS, COLUMNS = 4, 1000, 300
 
