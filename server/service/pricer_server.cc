@@ -153,6 +153,10 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
   // gRPC shares a port between servers by default (SO_REUSEPORT): a second
   // pricerd on a busy port must fail instead of taking half the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Clients ping every 10 s during a call to find a dead link (a stats job
+  // may send nothing for minutes): accept that, instead of gRPC's 5 minutes
+  // after which it ends the connection with "too_many_pings".
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   if (options.max_connection_age_seconds > 0) {
     builder.AddChannelArgument(
         GRPC_ARG_MAX_CONNECTION_AGE_MS,

@@ -9,7 +9,7 @@ import logging
 import os
 import threading
 import time
-from typing import Dict, Iterable, Optional, Sequence, Union
+from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
@@ -149,11 +149,17 @@ class Client:
 
     def __init__(self, target: str = "localhost:50051", token: Optional[str] = None,
                  tls_ca: Optional[Pem] = None, tls_cert: Optional[Pem] = None,
-                 tls_key: Optional[Pem] = None, tls_server_name: Optional[str] = None):
+                 tls_key: Optional[Pem] = None, tls_server_name: Optional[str] = None,
+                 options: Sequence[Tuple[str, Union[int, str]]] = ()):
         # Calls go round robin over every address the target resolves to
         # (e.g. "ipv4:127.0.0.1:50051,127.0.0.1:50052"), so the parts of a
-        # split request spread over the servers.
-        options = [("grpc.lb_policy_name", "round_robin")]
+        # split request spread over the servers. A ping every 10 s during a
+        # call finds a server whose host or link went away (no RST arrives),
+        # so that its part is retried elsewhere. `options`: further gRPC
+        # channel arguments, e.g. ("grpc.dns_min_time_between_resolutions_ms", 5000).
+        options = [("grpc.lb_policy_name", "round_robin"),
+                   ("grpc.keepalive_time_ms", 10000), ("grpc.keepalive_timeout_ms", 5000),
+                   ("grpc.http2.max_pings_without_data", 0), *options]
         if any(value is not None for value in (tls_ca, tls_cert, tls_key, tls_server_name)):
             if (tls_cert is None) != (tls_key is None):
                 raise ValueError("tls_cert and tls_key go together: a client certificate "
