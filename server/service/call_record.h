@@ -4,6 +4,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -16,9 +17,10 @@ struct CallRecord {
   std::string peer;          // the caller's address
   std::string job;           // the job id, when one was admitted
   grpc::StatusCode code = grpc::StatusCode::OK;
-  int64_t columns = 0;         // scenario columns priced (Price) or uploaded (UploadScenarios)
-  double flops = 0;            // GEMM flops of the job, 2 P N per column
-  double seconds = 0;          // from the call's start to its end
+  int64_t columns = 0;  // scenario columns priced (Price) or uploaded (UploadScenarios)
+  double flops = 0;     // GEMM flops of the job, 2 P N per column
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double seconds = 0;          // from `start` to the call's end
   int64_t bytes = 0;           // serialized reply bytes written to the caller
   int64_t bytes_received = 0;  // upload payload bytes
 };

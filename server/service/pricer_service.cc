@@ -28,21 +28,14 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
  public:
   PriceReactor(PricerService& service, const grpc::CallbackServerContext& context,
                const v1::PriceRequest& request)
-      : service_(service), start_(std::chrono::steady_clock::now()) {
+      : service_(service) {
     call_.method = "Price";
-    call_.peer = context.peer();
-    absl::StatusOr<ClientIdentity> client = service.options().authenticator.Identify(context);
+    absl::StatusOr<ClientIdentity> client = service.BeginCall(context, true, &call_);
     if (!client.ok()) {
       FinishBefore(client.status());
       return;
     }
-    call_.client = client->name;
-    call_.client_label = client->label;
-    if (absl::Status s = service.BeginCall(); !s.ok()) {
-      FinishBefore(s);
-      return;
-    }
-    began_ = true;
+    active_ = true;
     const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
     const int64_t max_request_bytes = service.options().max_request_bytes;
     if (request_bytes > max_request_bytes) {
@@ -149,12 +142,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     // A caller that cancelled or went away: its call ends CANCELLED, whatever
     // the server last tried to send.
     if (cancelled_) call_.code = grpc::StatusCode::CANCELLED;
-    call_.seconds = SecondsSince(start_);
-    if (began_) {
-      service_.EndCall(call_);
-    } else {
-      service_.RecordCall(call_);
-    }
+    service_.EndCall(std::move(call_), active_);
     delete this;
   }
 
@@ -218,8 +206,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   }
 
   PricerService& service_;
-  const std::chrono::steady_clock::time_point start_;
-  bool began_ = false;  // counted among the active calls (not refused for draining)
+  bool active_ = false;  // counted among the active calls (not refused)
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<Job> job_;
   std::mutex mu_;
@@ -239,24 +226,14 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
  public:
   UploadReactor(PricerService& service, const grpc::CallbackServerContext& context,
                 v1::ScenarioSet* reply)
-      : service_(service),
-        store_(service.store()),
-        reply_(reply),
-        start_(std::chrono::steady_clock::now()) {
+      : service_(service), store_(service.store()), reply_(reply) {
     call_.method = "UploadScenarios";
-    call_.peer = context.peer();
-    absl::StatusOr<ClientIdentity> client = service.options().authenticator.Identify(context);
+    absl::StatusOr<ClientIdentity> client = service.BeginCall(context, true, &call_);
     if (!client.ok()) {
       FinishWith(client.status());
       return;
     }
-    call_.client = client->name;
-    call_.client_label = client->label;
-    if (absl::Status s = service.BeginCall(); !s.ok()) {
-      FinishWith(s);
-      return;
-    }
-    began_ = true;
+    active_ = true;
     StartRead(&chunk_);
   }
 
@@ -276,12 +253,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   void OnDone() override {
     call_.columns = columns_;
     call_.bytes_received = received_;
-    call_.seconds = SecondsSince(start_);
-    if (began_) {
-      service_.EndCall(call_);
-    } else {
-      service_.RecordCall(call_);
-    }
+    service_.EndCall(std::move(call_), active_);
     delete this;
   }
 
@@ -369,8 +341,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   int64_t expected_ = 0;
   std::vector<float> values_;  // the matrix as it arrives
   int64_t received_ = 0;       // bytes of it so far
-  const std::chrono::steady_clock::time_point start_;
-  bool began_ = false;  // counted among the active calls
+  bool active_ = false;        // counted among the active calls
   CallRecord call_;
 };
 
@@ -389,20 +360,16 @@ grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(grpc::CallbackSer
 grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext* context,
                                                      const v1::ListDevicesRequest* /*request*/,
                                                      v1::ListDevicesReply* reply) {
-  const auto start = std::chrono::steady_clock::now();
   CallRecord call;
   call.method = "ListDevices";
-  call.peer = context->peer();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<ClientIdentity> client = options_.authenticator.Identify(*context);
+  absl::StatusOr<ClientIdentity> client = BeginCall(*context, false, &call);
   if (!client.ok()) {
     call.code = static_cast<grpc::StatusCode>(client.status().code());
-    RecordCall(call);
+    EndCall(std::move(call), false);
     reactor->Finish(ToGrpcStatus(client.status()));
     return reactor;
   }
-  call.client = client->name;
-  call.client_label = client->label;
   for (const DeviceStatus& status : engine_.DeviceStatuses()) {
     v1::DeviceInfo* info = reply->add_devices();
     info->set_name(status.name);
@@ -421,8 +388,7 @@ grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext
   reply->set_max_pending_bytes(engine.max_pending_bytes);
   reply->set_server_version(absl::StrCat(kVersion, " (", kBuildOptions, ")"));
   call.bytes = static_cast<int64_t>(reply->ByteSizeLong());
-  call.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  RecordCall(call);
+  EndCall(std::move(call), false);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -442,28 +408,33 @@ bool PricerService::WaitForCalls(std::chrono::steady_clock::time_point deadline)
   return calls_ended_.wait_until(lock, deadline, [&] { return active_calls_ == 0; });
 }
 
-absl::Status PricerService::BeginCall() {
+absl::StatusOr<ClientIdentity> PricerService::BeginCall(const grpc::ServerContextBase& context,
+                                                        bool drained, CallRecord* call) {
+  call->peer = context.peer();
+  absl::StatusOr<ClientIdentity> client = options_.authenticator.Identify(context);
+  if (!client.ok()) return client.status();
+  call->client = client->name;
+  call->client_label = client->label;
+  if (!drained) return client;
   std::lock_guard lock(mu_);
   if (draining_) {
     return absl::UnavailableError(
         "the server is draining (shutting down); send the call to another server");
   }
   ++active_calls_;
-  return absl::OkStatus();
+  return client;
 }
 
-void PricerService::EndCall(const CallRecord& call) {
-  RecordCall(call);
+void PricerService::EndCall(CallRecord call, bool active) {
+  call.seconds = SecondsSince(call.start);
+  LogCall(call);
+  if (options_.metrics != nullptr) options_.metrics->RecordCall(call);
+  if (!active) return;
   {
     std::lock_guard lock(mu_);
     --active_calls_;
   }
   calls_ended_.notify_all();
-}
-
-void PricerService::RecordCall(const CallRecord& call) const {
-  LogCall(call);
-  if (options_.metrics != nullptr) options_.metrics->RecordCall(call);
 }
 
 }  // namespace pricer

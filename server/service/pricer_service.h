@@ -50,11 +50,14 @@ class PricerService final : public v1::Pricer::CallbackService {
   // Waits until no such call is left or `deadline` passes; whether none is.
   bool WaitForCalls(std::chrono::steady_clock::time_point deadline) const;
 
-  // For the reactors: a call begins (refused with UNAVAILABLE while
-  // draining) and ends (logged and counted).
-  absl::Status BeginCall();
-  void EndCall(const CallRecord& call);
-  void RecordCall(const CallRecord& call) const;
+  // For the calls: who calls (into `call`; UNAUTHENTICATED for a missing
+  // or unknown token) and, for a call that a drain refuses (Price,
+  // UploadScenarios: `drained`), UNAVAILABLE while draining; otherwise such a
+  // call counts among the active ones until EndCall.
+  absl::StatusOr<ClientIdentity> BeginCall(const grpc::ServerContextBase& context, bool drained,
+                                           CallRecord* call);
+  // Logs and counts the call; `active`: BeginCall counted it.
+  void EndCall(CallRecord call, bool active);
   Engine& engine() { return engine_; }
   ScenarioStore& store() { return store_; }
   const ServiceOptions& options() const { return options_; }
