@@ -354,12 +354,15 @@ bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
   const int64_t needed =
       (on.resident ? 0 : plan.resident_bytes) + (new_buffers ? plan.shard_bytes : 0);
   DeviceQueue& q = queues_[device];
+  const int64_t bytes = TaskBytes(*job, index);
   if (q.committed_bytes + needed > devices_[device]->memory().budget()) {
-    *short_of_memory = true;
+    // Short of memory only if the task could run otherwise: a job whose
+    // reader has not made room waits for its reader, and freeing memory for
+    // it would only take it from jobs that can run.
+    job->waiting_for_reader_ = !job->results_.HasRoom(bytes);
+    if (!job->waiting_for_reader_) *short_of_memory = true;
     return false;
   }
-
-  const int64_t bytes = TaskBytes(*job, index);
   job->waiting_for_reader_ = !job->results_.TryReserve(bytes);
   if (job->waiting_for_reader_) return false;
 
@@ -487,9 +490,11 @@ void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
     q.intervals.push_back(ShardInterval{job.id_, task.index - job.prices_chunks_, task.start, now});
     if (q.intervals.size() > kMaxIntervalsPerDevice) q.intervals.pop_front();
   }
+  // Counted before MarkLost, which may stop the job for good.
+  const bool failed = !status.ok() && !job.cancelled_;
+  if (failed) ++q.shards_failed;
   if (IsDeviceLost(status) && q.lost.empty()) MarkLost(device, status);
-  if (!status.ok() && !job.cancelled_) {
-    ++q.shards_failed;
+  if (failed && !job.cancelled_) {
     const std::string failure =
         absl::StrCat("device ", devices_[device]->name(), ": ", status.message());
     if (task.is_retry) {
@@ -527,6 +532,15 @@ void Engine::MarkLost(size_t device, const absl::Status& why) {
       job->Stop(absl::UnavailableError(absl::StrCat("device ", devices_[device]->name(),
                                                     " was lost (", why.message(),
                                                     ") and no other device can run the job")));
+      continue;
+    }
+    // A retry waits for a device other than the one it failed on: with none
+    // left, the failure ends the job, as on a one-device engine.
+    for (const Job::Retry& retry : job->retries_) {
+      if (!CanRunElsewhere(*job, retry.failed_device)) {
+        job->Stop(absl::InternalError(retry.failure));
+        break;
+      }
     }
   }
 }

@@ -9,11 +9,26 @@ int64_t ResultChunk::payload_bytes() const {
          statistics.values() * static_cast<int64_t>(sizeof(double));
 }
 
+namespace {
+
+// The rule of both bounds: `bytes` more fit, or nothing is pending at all
+// (so that one oversized shard can still run).
+bool Fits(int64_t used, int64_t bytes, int64_t max_bytes) {
+  return used == 0 || used + bytes <= max_bytes;
+}
+
+}  // namespace
+
 bool PendingBytes::TryAdd(int64_t bytes) {
   std::lock_guard lock(mu_);
-  if (used_ > 0 && used_ + bytes > max_bytes_) return false;
+  if (!Fits(used_, bytes, max_bytes_)) return false;
   used_ += bytes;
   return true;
+}
+
+bool PendingBytes::HasRoom(int64_t bytes) const {
+  std::lock_guard lock(mu_);
+  return Fits(used_, bytes, max_bytes_);
 }
 
 void PendingBytes::Remove(int64_t bytes) {
@@ -38,10 +53,16 @@ ResultStream::~ResultStream() {
 
 bool ResultStream::TryReserve(int64_t bytes) {
   std::lock_guard lock(mu_);
-  if (pending_bytes_ > 0 && pending_bytes_ + bytes > max_pending_bytes_) return false;
+  if (!Fits(pending_bytes_, bytes, max_pending_bytes_)) return false;
   if (shared_ != nullptr && !shared_->TryAdd(bytes)) return false;
   pending_bytes_ += bytes;
   return true;
+}
+
+bool ResultStream::HasRoom(int64_t bytes) const {
+  std::lock_guard lock(mu_);
+  return Fits(pending_bytes_, bytes, max_pending_bytes_) &&
+         (shared_ == nullptr || shared_->HasRoom(bytes));
 }
 
 void ResultStream::Forget(int64_t bytes) {

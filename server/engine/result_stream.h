@@ -42,6 +42,8 @@ class PendingBytes {
   // Counts `bytes`; fails when the bound would be exceeded, unless nothing
   // is pending at all (so one oversized shard can still run).
   bool TryAdd(int64_t bytes);
+  // Whether TryAdd(bytes) would succeed now (adds nothing).
+  bool HasRoom(int64_t bytes) const;
   void Remove(int64_t bytes);
   int64_t used() const;
   int64_t max_bytes() const { return max_bytes_; }
@@ -66,6 +68,8 @@ class ResultStream {
   // stream's pending bytes would exceed its bound, unless nothing is pending,
   // or when the shared bound refuses them.
   bool TryReserve(int64_t bytes);
+  // Whether TryReserve(bytes) would succeed now (reserves nothing).
+  bool HasRoom(int64_t bytes) const;
   // Returns reserved bytes that will not be pushed (a failed shard).
   void Unreserve(int64_t bytes);
   // Queues a chunk whose bytes were reserved. Dropped once closed.
