@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -279,21 +280,35 @@ grpc::Status PricerClient::Price(const v1::PriceRequest& request, const OnReply&
   return PartRun(request, range, request.output().terminal_prices(), {}, *this, on_reply).Run();
 }
 
+void PricerClient::ConnectToEveryServer(int parts) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kQuiet = std::chrono::milliseconds(50);
+  constexpr auto kMaxWait = std::chrono::seconds(2);
+  // Without a connection there is no channel: the parts will fail at once.
+  channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  std::set<std::string> servers;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_new = start;
+  for (int quiet = 0; Clock::now() - start < kMaxWait; ++quiet) {
+    v1::ListDevicesReply reply;
+    if (!ListDevices(&reply).ok()) return;
+    if (servers.insert(reply.server_id()).second) {
+      quiet = 0;
+      last_new = Clock::now();
+    }
+    if (quiet < std::max<int>(parts, 2 * static_cast<int>(servers.size()))) continue;
+    if (Clock::now() - last_new >= kQuiet) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 grpc::Status PricerClient::PriceSplit(const v1::PriceRequest& request, int64_t column_begin,
                                       int64_t column_end, int parts, const OnReply& on_reply,
                                       const ReceivedResults& received) {
   const int64_t columns = column_end - column_begin;
   parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(parts, columns)));
   if (connection_.ok() && parts > 1 && !received.columns.Covers(column_begin, column_end)) {
-    // Round robin picks among the servers it is connected to: connect first,
-    // so the parts do not all go to whichever server answered first. A few
-    // cheap calls give the other connections time to come up. (Without a
-    // connection there is no channel: the parts fail at once.)
-    channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    for (int k = 0; k < parts; ++k) {
-      v1::ListDevicesReply ignored;
-      ListDevices(&ignored).IgnoreError();
-    }
+    ConnectToEveryServer(parts);
   }
   std::vector<grpc::Status> statuses(static_cast<size_t>(parts));
   std::vector<std::thread> calls;

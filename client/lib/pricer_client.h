@@ -69,6 +69,13 @@ class PricerClient {
                       grpc::health::v1::HealthCheckResponse::ServingStatus* status);
 
  private:
+  // Round robin picks among the servers it is connected to, and connections
+  // come up one by one: before the parts of a split start, ListDevices until
+  // no new server (ListDevicesReply.server_id) has answered for `parts` calls
+  // (at least twice the servers seen) and 50 ms, at most 2 s, so that the
+  // parts do not all go to whichever server connected first.
+  void ConnectToEveryServer(int parts);
+
   class PartRun;  // one column range of a Price call and its retries
 
   // Every call's context passes here before the call starts: it gets the

@@ -1,5 +1,7 @@
 #include "server/service/pricer_service.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -347,6 +349,22 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
 
 }  // namespace
 
+namespace {
+
+// Host name, process id and start time (ms since the epoch).
+std::string ServerId() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return absl::StrCat(host, ":", getpid(), ":",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+}
+
+}  // namespace
+
+PricerService::PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options)
+    : engine_(engine), store_(store), options_(std::move(options)), server_id_(ServerId()) {}
+
 grpc::ServerReadReactor<v1::ScenarioChunk>* PricerService::UploadScenarios(
     grpc::CallbackServerContext* context, v1::ScenarioSet* reply) {
   return new UploadReactor(*this, *context, reply);
@@ -387,6 +405,7 @@ grpc::ServerUnaryReactor* PricerService::ListDevices(grpc::CallbackServerContext
   reply->set_pending_bytes(engine.pending_bytes);
   reply->set_max_pending_bytes(engine.max_pending_bytes);
   reply->set_server_version(absl::StrCat(kVersion, " (", kBuildOptions, ")"));
+  reply->set_server_id(server_id_);
   call.bytes = static_cast<int64_t>(reply->ByteSizeLong());
   EndCall(std::move(call), false);
   reactor->Finish(grpc::Status::OK);

@@ -32,8 +32,7 @@ struct ServiceOptions {
 class PricerService final : public v1::Pricer::CallbackService {
  public:
   // `store` holds the uploaded scenario sets.
-  PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options)
-      : engine_(engine), store_(store), options_(std::move(options)) {}
+  PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options);
 
   grpc::ServerWriteReactor<v1::PriceReply>* Price(grpc::CallbackServerContext* context,
                                                   const v1::PriceRequest* request) override;
@@ -66,6 +65,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   Engine& engine_;
   ScenarioStore& store_;
   const ServiceOptions options_;
+  const std::string server_id_;  // ListDevicesReply.server_id
   mutable std::mutex mu_;
   mutable std::condition_variable calls_ended_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;

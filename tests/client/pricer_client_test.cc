@@ -192,8 +192,10 @@ TEST_F(PricerClientTest, TokenGoesWithEveryPartOfASplitCall) {
   grpc::Status price = client.PriceSplit(Request(12), 0, 12, 3, Ignore);
   ASSERT_TRUE(price.ok()) << price.error_message();
   EXPECT_THAT(calls_.Authorization("Price"), AllOf(SizeIs(3), Each("Bearer s3cret")));
-  // The calls that connect to every server before the parts start.
-  EXPECT_THAT(calls_.Authorization("ListDevices"), AllOf(SizeIs(3), Each("Bearer s3cret")));
+  // The calls that connect to every server before the parts start: at least
+  // one per part (more until no new server has answered for 50 ms).
+  EXPECT_THAT(calls_.Authorization("ListDevices"),
+              AllOf(SizeIs(::testing::Ge(3)), Each("Bearer s3cret")));
 }
 
 TEST_F(PricerClientTest, NoTokenNoAuthorization) {

@@ -192,6 +192,27 @@ class Client:
         except grpc.RpcError as error:
             raise PricerError(error.code(), error.details()) from None
 
+    def _connect_to_every_server(self, parts):
+        """Round robin picks among the servers it is connected to, and
+        connections come up one by one: before the parts of a split start,
+        ListDevices until no new server (ListDevicesReply.server_id) has
+        answered for `parts` calls (at least twice the servers seen) and
+        50 ms, at most 2 s, as the C++ client does."""
+        grpc.channel_ready_future(self._channel).result(timeout=10)
+        servers, quiet = set(), 0
+        start = last_new = time.monotonic()
+        while time.monotonic() - start < 2.0:
+            server = self.devices().server_id
+            if server not in servers:
+                servers.add(server)
+                quiet, last_new = 0, time.monotonic()
+                continue
+            quiet += 1
+            if quiet >= max(parts, 2 * len(servers)):
+                if time.monotonic() - last_new >= 0.05:
+                    return
+                time.sleep(0.005)
+
     def devices(self) -> pricer_pb2.ListDevicesReply:
         """The server's devices and their memory accounting."""
         return self._call(self._stub.ListDevices, pricer_pb2.ListDevicesRequest())
@@ -309,10 +330,7 @@ class Client:
             raise ValueError("split needs the column range: give column_end with scenario_set")
         parts = 1 if span is None else max(1, min(split, end - begin))
         if parts > 1:
-            # Round robin picks among connected servers: connect before the parts.
-            grpc.channel_ready_future(self._channel).result(timeout=10)
-            for _ in range(parts):
-                self.devices()
+            self._connect_to_every_server(parts)
         results = _Results(named, full, span)
         deadline = None if timeout is None else time.monotonic() + timeout
 
