@@ -103,12 +103,17 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(const ServerOp
   absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
       MakeDevices(options.devices, options.device_memory);
   if (!devices.ok()) return devices.status();
-  return Start(options, *std::move(devices));
+  return StartOn(options, *std::move(devices));
 }
 
 absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
     const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
   if (absl::Status s = CheckAddresses(options); !s.ok()) return s;
+  return StartOn(options, std::move(devices));
+}
+
+absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::StartOn(
+    const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   ServiceOptions service_options;

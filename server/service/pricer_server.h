@@ -81,6 +81,9 @@ class PricerServer {
 
  private:
   PricerServer() = default;
+  // Start, once the addresses are checked.
+  static absl::StatusOr<std::unique_ptr<PricerServer>> StartOn(
+      const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices);
   // SERVING for "" and pricer.v1.Pricer, or NOT_SERVING.
   void SetServing(bool serving);
 

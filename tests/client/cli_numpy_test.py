@@ -2,7 +2,6 @@
 NumPy reading what the CLI writes. The references are computed here in float64
 from the files themselves (ST from --prices-out, A from the .npy we send)."""
 
-import argparse
 import hashlib
 import json
 import os
@@ -14,6 +13,9 @@ import time
 import unittest
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py; re-exported)
 
 ARGS = None
 
@@ -512,14 +514,6 @@ class PricerdFlagsTest(unittest.TestCase):
         out = self.refused("--max-request-bytes", "12XB")
         self.assertIn("--max-request-bytes", out)
         self.assertIn("'12XB'", out)
-
-
-def parse_binaries():
-    """The --pricerd and --pricer paths ctest passes, and the rest for unittest."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pricerd", required=True)
-    parser.add_argument("--pricer", required=True)
-    return parser.parse_known_args()
 
 
 if __name__ == "__main__":

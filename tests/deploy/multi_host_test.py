@@ -12,7 +12,6 @@ the client namespace has no route out, and its resolv.conf names a
 nameserver it has no route to. Needs root (CI runs as root); skipped without
 it or without `ip netns`."""
 
-import argparse
 import atexit
 import hashlib
 import json
@@ -30,6 +29,9 @@ import unittest
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+
 ARGS = None
 
 NAME = "pricer-headless.test"
@@ -411,13 +413,6 @@ class MultiHostTest(unittest.TestCase):
         self.assertEqual(sorted(statistics[0].files), sorted(statistics[1].files))
         for name in statistics[0].files:
             self.assertEqual(statistics[0][name].tobytes(), statistics[1][name].tobytes(), name)
-
-
-def parse_binaries():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pricerd", required=True)
-    parser.add_argument("--pricer", required=True)
-    return parser.parse_known_args()
 
 
 if __name__ == "__main__":

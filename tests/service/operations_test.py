@@ -5,7 +5,6 @@ certificates, bearer tokens, per-client fairness and quotas, priorities, and
 the text and JSON logs. Every test starts its own pricerd on 127.0.0.1 with
 free ports and stops it; all traffic stays on loopback."""
 
-import argparse
 import inspect
 import json
 import os
@@ -30,8 +29,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from pricer.v1 import pricer_pb2, pricer_pb2_grpc
 import pricer_client
 
-ARGS = None
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+
+ARGS = None
 OK = grpc.StatusCode.OK
 METRICS_LINE = r"metrics on http://[^:]+:(\d+)/metrics"
 SERVING, NOT_SERVING = 1, 2  # grpc.health.v1.HealthCheckResponse.ServingStatus
@@ -1300,14 +1302,6 @@ class LogTest(OperationsTestCase):
                 self.assertIn(key, entry, line)
 
 
-def parse_arguments():
-    """The --pricerd and --pricer paths ctest passes, and the rest for unittest."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pricerd", required=True)
-    parser.add_argument("--pricer", required=True)
-    return parser.parse_known_args()
-
-
 if __name__ == "__main__":
-    ARGS, rest = parse_arguments()
+    ARGS, rest = parse_binaries()
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
