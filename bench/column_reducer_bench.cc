@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "server/engine/column_statistics.h"
+#include "server/backends/cpu/column_reducer.h"
 
 namespace pricer {
 namespace {

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "server/engine/column_statistics.h"
-#include "server/engine/counter_rng.h"
-#include "server/engine/gbm.h"
-#include "server/engine/result_stream.h"
+#include "server/model/statistics.h"
+#include "server/model/counter_rng.h"
+#include "server/model/gbm.h"
+#include "server/scheduler/result_stream.h"
 #include "server/service/reply_encoding.h"
 
 namespace pricer {

@@ -33,7 +33,7 @@ pack() {
   stage=$(mktemp -d)
   mkdir -p "$stage/pricer/bin" "$stage/pricer/lib"
   local binaries=(build-gpu/server/pricerd build-gpu/client/pricer
-    build-gpu/tests/cuda/cuda_engine_test build-gpu/tests/cuda/cuda_status_test)
+    build-gpu/tests/backends/cuda/cuda_engine_test build-gpu/tests/backends/cuda/cuda_status_test)
   cp "${binaries[@]}" "$stage/pricer/bin/"
   # The libraries the GPU machine lacks: everything but the C library, the
   # loader and what its CUDA installation provides.

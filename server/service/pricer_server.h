@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/engine/engine.h"
-#include "server/service/device_flags.h"
+#include "server/scheduler/engine.h"
+#include "server/backends/device_registry.h"
 #include "server/service/pricer_service.h"
 #include "server/service/server_metrics.h"
 

@@ -10,8 +10,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "pricer/v1/pricer.grpc.pb.h"
-#include "server/engine/engine.h"
-#include "server/engine/scenario_store.h"
+#include "server/scheduler/engine.h"
+#include "server/store/scenario_store.h"
 #include "server/service/auth.h"
 #include "server/service/call_record.h"
 #include "server/service/server_metrics.h"

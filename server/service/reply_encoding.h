@@ -3,8 +3,8 @@
 #pragma once
 
 #include "pricer/v1/pricer.pb.h"
-#include "server/engine/column_statistics.h"
-#include "server/engine/result_stream.h"
+#include "server/model/statistics.h"
+#include "server/scheduler/result_stream.h"
 
 namespace pricer {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "server/engine/correlation.h"
+#include "server/model/correlation.h"
 
 namespace pricer {
 namespace {

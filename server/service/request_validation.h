@@ -3,8 +3,8 @@
 
 #include "absl/status/statusor.h"
 #include "pricer/v1/pricer.pb.h"
-#include "server/engine/job_spec.h"
-#include "server/engine/scenario_store.h"
+#include "server/model/job_spec.h"
+#include "server/store/scenario_store.h"
 
 namespace pricer {
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/engine/engine.h"
-#include "server/engine/scenario_store.h"
+#include "server/scheduler/engine.h"
+#include "server/store/scenario_store.h"
 #include "server/service/call_record.h"
 
 namespace prometheus {

@@ -23,7 +23,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/cpu/cpu_device.h"
+#include "server/backends/cpu/cpu_device.h"
 #include "tests/service/service_test_util.h"
 
 namespace pricer::testing {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/engine/statistics_reference.h"
+#include "tests/model/statistics_reference.h"
 #include "tests/service/service_test_util.h"
 
 namespace pricer::testing {

@@ -18,7 +18,7 @@
 #include "client/lib/pricer_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/engine/scenario_store.h"
+#include "server/store/scenario_store.h"
 #include "tests/service/service_test_util.h"
 
 namespace pricer::testing {

@@ -1,0 +1,266 @@
+#include "server/backends/cpu/cpu_device.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/backends/cpu/column_reducer.h"
+#include "server/model/counter_rng.h"
+#include "server/model/gbm.h"
+
+namespace pricer {
+namespace {
+
+// Paths per block of the correlated shocks' GEMM.
+constexpr int64_t kPathBlock = 256;
+
+// Once per process: every sgemm call runs on the calling thread.
+void UseSingleThreadedBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+// Runs `body(team)` with a team sized for the tasks now running on `device`.
+template <typename Body>
+void WithTeam(CpuDevice& device, Body body) {
+  const int team = device.BeginTask();
+  body(team);
+  device.EndTask();
+}
+
+class CpuDeviceJob : public DeviceJob {
+ public:
+  CpuDeviceJob(const JobSpec& spec, CpuDevice& device, int64_t shard_columns)
+      : spec_(spec), device_(device), memory_(device.memory()), shard_columns_(shard_columns) {}
+
+  // ST (P x N, column-major) from the shared counter-based shocks, correlated
+  // through L when the job has a correlation matrix.
+  absl::Status ComputeTerminalPrices() {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    if (absl::Status s = AccountedArray<float>::Allocate(memory_, paths * issuers,
+                                                         "terminal prices ST", &terminal_prices_);
+        !s.ok()) {
+      return s;
+    }
+    const GbmConstants gbm = GbmConstantsOf(spec_.market);
+    float* st = terminal_prices_.data();
+    // Shocks of paths [first, first + rows) into a column-major block.
+    auto shocks = [&](int64_t first, int64_t rows, float* out, int64_t ld) {
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t block = 0; block * 4 < issuers; ++block) {
+          float z[4];
+          PathShocks4(spec_.seed, static_cast<uint64_t>(first + r), static_cast<uint32_t>(block),
+                      spec_.antithetic, z);
+          for (int64_t m = 0; m < 4 && block * 4 + m < issuers; ++m) {
+            out[(block * 4 + m) * ld + r] = z[m];
+          }
+        }
+      }
+    };
+    absl::Status status;
+    WithTeam(device_, [&](int team) {
+      if (!spec_.market.correlated()) {
+#pragma omp parallel for schedule(static) num_threads(team)
+        for (int64_t p = 0; p < paths; ++p) shocks(p, 1, st + p, paths);
+      } else {
+        // x = L z for blocks of kPathBlock paths: one fixed-shape GEMM per
+        // block (X = Z L^T), like the shard GEMMs, so rounding never depends
+        // on the threads.
+        AccountedArray<float> scratch;
+        status = AccountedArray<float>::Allocate(memory_, device_.threads() * kPathBlock * issuers,
+                                                 "correlated shock blocks", &scratch);
+        if (!status.ok()) return;
+        const int64_t blocks = (paths + kPathBlock - 1) / kPathBlock;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t first = b * kPathBlock;
+          const int64_t rows = std::min(kPathBlock, paths - first);
+          float* z = scratch.data() + omp_get_thread_num() * kPathBlock * issuers;
+          shocks(first, rows, z, rows);
+          cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
+                      static_cast<blasint>(issuers), static_cast<blasint>(issuers), 1.0f, z,
+                      static_cast<blasint>(rows), spec_.market.correlation_factor.data(),
+                      static_cast<blasint>(issuers), 0.0f, st + first, static_cast<blasint>(paths));
+        }
+      }
+#pragma omp parallel for schedule(static) num_threads(team)
+      for (int64_t i = 0; i < issuers; ++i) {
+        for (int64_t p = 0; p < paths; ++p) {
+          st[i * paths + p] =
+              TerminalPrice(gbm.spot[i], gbm.drift[i], gbm.diffusion[i], st[i * paths + p]);
+        }
+      }
+    });
+    return status;
+  }
+
+  absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
+    absl::StatusOr<Buffers> taken = TakeBuffers();
+    if (!taken.ok()) return taken.status();
+    Buffers buffers = *std::move(taken);
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    const int64_t width = shard.gemm_end - shard.gemm_begin;
+    const int64_t kept = shard.out_end - shard.out_begin;
+    const StatisticsSelection& selection = spec_.output.statistics;
+    if (selection.any()) out->statistics.Resize(selection, kept);
+    if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
+    const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
+
+    // One fixed-shape GEMM per 256-column block of A, then the block's kept
+    // columns: statistics while they are in cache, values copied out.
+    const int64_t blocks = (width + kColumnAlignment - 1) / kColumnAlignment;
+    double gemm_seconds = 0, statistics_seconds = 0;
+    WithTeam(device_, [&](int team) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) \
+    reduction(+ : gemm_seconds, statistics_seconds)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const auto start = std::chrono::steady_clock::now();
+        const int64_t first = b * kColumnAlignment;  // offset in the shard
+        const int64_t count = std::min(kColumnAlignment, width - first);
+        float* a = buffers.a.data() + first * issuers;
+        float* sc = buffers.sc.data() + first * paths;
+        spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(paths),
+                    static_cast<blasint>(count), static_cast<blasint>(issuers), 1.0f,
+                    terminal_prices_.data(), static_cast<blasint>(paths), a,
+                    static_cast<blasint>(issuers), 0.0f, sc, static_cast<blasint>(paths));
+        const auto multiplied = std::chrono::steady_clock::now();
+
+        const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
+        const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
+        std::optional<ColumnReducer> reducer;
+        if (selection.any()) reducer.emplace(selection, paths, discount);
+        for (int64_t column = column_begin; column < column_end; ++column) {
+          const int64_t offset = column - shard.gemm_begin;  // in the shard's blocks
+          const float* values = buffers.sc.data() + offset * paths;
+          const int64_t k = column - shard.out_begin;  // index among the kept columns
+          if (reducer.has_value()) {
+            const float* positions = buffers.a.data() + offset * issuers;
+            double v0 = 0;
+            for (int64_t i = 0; i < issuers; ++i) v0 += positions[i] * spec_.market.spot[i];
+            reducer->Reduce(values, v0, k, &out->statistics);
+          }
+          if (spec_.output.full) {
+            std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
+          }
+        }
+        const auto reduced = std::chrono::steady_clock::now();
+        gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
+        statistics_seconds += std::chrono::duration<double>(reduced - multiplied).count();
+      }
+    });
+    out->gemm_seconds = gemm_seconds;
+    out->statistics_seconds = statistics_seconds;
+    ReturnBuffers(std::move(buffers));
+    return absl::OkStatus();
+  }
+
+  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
+    const int64_t paths = spec_.paths;
+    std::memcpy(out, terminal_prices_.data() + issuer_begin * paths,
+                static_cast<size_t>((issuer_end - issuer_begin) * paths) * sizeof(float));
+    return absl::OkStatus();
+  }
+
+ private:
+  // The A and SC blocks of one running shard. Sets are kept for the job's
+  // next shards: the engine commits one per shard it runs here at once.
+  struct Buffers {
+    AccountedArray<float> a;
+    AccountedArray<float> sc;
+  };
+
+  absl::StatusOr<Buffers> TakeBuffers() {
+    {
+      std::lock_guard lock(idle_mu_);
+      if (!idle_.empty()) {
+        Buffers buffers = std::move(idle_.back());
+        idle_.pop_back();
+        return buffers;
+      }
+    }
+    Buffers buffers;
+    if (absl::Status s = AccountedArray<float>::Allocate(
+            memory_, spec_.market.issuers() * shard_columns_, "scenario block A", &buffers.a);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = AccountedArray<float>::Allocate(memory_, spec_.paths * shard_columns_,
+                                                         "result block SC", &buffers.sc);
+        !s.ok()) {
+      return s;
+    }
+    return buffers;
+  }
+
+  void ReturnBuffers(Buffers buffers) {
+    std::lock_guard lock(idle_mu_);
+    idle_.push_back(std::move(buffers));
+  }
+
+  const JobSpec& spec_;
+  CpuDevice& device_;
+  MemoryAccount& memory_;
+  const int64_t shard_columns_;
+  AccountedArray<float> terminal_prices_;
+  std::mutex idle_mu_;
+  std::vector<Buffers> idle_;
+};
+
+}  // namespace
+
+CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
+    : Device(std::move(name), budget_bytes), threads_(std::max(1, threads)) {
+  UseSingleThreadedBlas();
+}
+
+int64_t CpuDevice::ResidentBytes(const JobSpec& spec) const {
+  const int64_t issuers = spec.market.issuers();
+  const int64_t scratch = spec.market.correlated() ? threads_ * kPathBlock * issuers : 0;
+  return static_cast<int64_t>(sizeof(float)) * (spec.paths * issuers + scratch);
+}
+
+int64_t CpuDevice::ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
+  return static_cast<int64_t>(sizeof(float)) * (spec.market.issuers() + spec.paths) * shard_columns;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceJob>> CpuDevice::StartJob(const JobSpec& spec,
+                                                               int64_t shard_columns) {
+  auto job = std::make_unique<CpuDeviceJob>(spec, *this, shard_columns);
+  if (absl::Status s = job->ComputeTerminalPrices(); !s.ok()) return s;
+  return job;
+}
+
+int CpuDevice::BeginTask() {
+  const int running = ++running_;
+  return std::max(1, threads_ / running);
+}
+
+void CpuDevice::EndTask() { --running_; }
+
+int64_t HostAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) *
+         static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace pricer

@@ -1,0 +1,54 @@
+// The cpu backend: terminal prices on the host, shard GEMMs through OpenBLAS
+// cblas_sgemm, statistics while each column block is in cache.
+//
+// OpenBLAS runs single-threaded here; the device parallelises itself, one
+// 256-column block (kColumnAlignment) per task on its own OpenMP team. Each
+// block is one sgemm call of a fixed shape, which makes every result column
+// independent of how the work is split, and lets K logical cpu devices share
+// the cores without OpenBLAS's global thread pool serialising them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "server/scheduler/device.h"
+
+namespace pricer {
+
+class CpuDevice : public Device {
+ public:
+  // `budget_bytes` bounds the host memory this device's jobs hold (ST, the
+  // A block and the SC block of a running shard); `threads` (>= 1) is the
+  // size of its team.
+  CpuDevice(std::string name, int64_t budget_bytes, int threads);
+
+  std::string kind() const override { return "cpu"; }
+  int threads() const { return threads_; }
+  // ST (P x N float32), and for correlated issuers one block of shocks per
+  // thread while ST is built.
+  int64_t ResidentBytes(const JobSpec& spec) const override;
+  // One shard per thread: more would only oversubscribe the cores (measured:
+  // the seed example at 100,000 scenarios on 2 cores, stats mode, 2 in flight
+  // 17.96 s against 18.79 s with 4).
+  int64_t MaxShardsInFlight() const override { return threads_; }
+  // An A block (N x w) and an SC block (P x w), float32.
+  int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;
+  absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
+                                                      int64_t shard_columns) override;
+
+  // The team for one more task: the device's threads shared by the tasks
+  // running on it at once. Call EndTask when done.
+  int BeginTask();
+  void EndTask();
+
+ private:
+  const int threads_;
+  std::atomic<int> running_{0};
+};
+
+// Host memory available for new allocations now (MemAvailable), bytes.
+int64_t HostAvailableBytes();
+
+}  // namespace pricer

@@ -1,0 +1,70 @@
+// The cuda backend's kernels, callable from host C++: each launcher queues
+// its work on `stream` and returns the launch's error (cudaGetLastError).
+// Matrices are column-major like the rest of the engine.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace pricer::cuda {
+
+// z[p, i] (P x N, leading dimension `paths`) from the shared Philox shocks
+// (PathShocks4 in server/model/counter_rng.h).
+cudaError_t LaunchShocks(uint64_t seed, bool antithetic, int64_t paths, int64_t issuers, float* z,
+                         cudaStream_t stream);
+
+// x[p, i] = TerminalPrice(spot[i], drift[i], diffusion[i], x[p, i]) in
+// place over a P x N matrix (server/model/gbm.h).
+cudaError_t LaunchTerminalPrices(int64_t paths, int64_t issuers, const float* spot,
+                                 const float* drift, const float* diffusion, float* x,
+                                 cudaStream_t stream);
+
+// Columns [first, first + count) of a generated A, as the cpu backend draws
+// them (ScenarioMatrix::CopyColumns): a[i, j] = UniformAt(seed, kScenarios,
+// first + j, i, low, high), into a rows x count block.
+cudaError_t LaunchGenerateScenarios(uint64_t seed, float low, float high, int64_t rows,
+                                    int64_t first, int64_t count, float* a, cudaStream_t stream);
+
+// v0[j] = sum_i a[i, j] spot[i] in float64 for `columns` columns of `rows`.
+cudaError_t LaunchPortfolioValues(const float* a, int64_t rows, int64_t columns, const double* spot,
+                                  double* v0, cudaStream_t stream);
+
+// Per column of `paths` values: mean, sample stddev, min and max into
+// out[0 * stride + j], out[1 * stride + j], ... (shifted float64 sums as in
+// ColumnReducer, server/backends/cpu/column_reducer.h).
+cudaError_t LaunchMoments(const float* sc, int64_t paths, int64_t columns, double* out,
+                          int64_t stride, cudaStream_t stream);
+
+// One order statistic a job asks for: the value quantile at `low` +
+// `fraction` (a QuantileRank), turned into a value, a VaR or an ES.
+struct OrderLevel {
+  int64_t low = 0;
+  double fraction = 0;
+  int kind = 0;  // kQuantile, kValueAtRisk or kExpectedShortfall
+};
+inline constexpr int kQuantile = 0;
+inline constexpr int kValueAtRisk = 1;
+inline constexpr int kExpectedShortfall = 2;
+
+// Sorts `columns` (<= kSortColumns) columns of `paths` values each, from
+// `in` into one of `buffer0` / `buffer1` (both paths x kSortColumns);
+// `*sorted` is set to the one holding the result. SortScratchBytes bounds the
+// scratch it needs.
+inline constexpr int64_t kSortColumns = 256;
+int64_t SortScratchBytes(int64_t paths);
+cudaError_t SortColumns(const float* in, int64_t paths, int64_t columns, const int* offsets,
+                        float* buffer0, float* buffer1, void* scratch, int64_t scratch_bytes,
+                        const float** sorted, cudaStream_t stream);
+// offsets[k] = k * paths for k in [0, kSortColumns], the segments of SortColumns.
+cudaError_t LaunchSegmentOffsets(int64_t paths, int* offsets, cudaStream_t stream);
+
+// For sorted columns: out[l * stride + j] for each of the `count` levels:
+// the quantile itself, v0[j] - discount * quantile (VaR), or v0[j] -
+// discount * mean(values <= quantile) (ES).
+cudaError_t LaunchOrderStatistics(const float* sorted, int64_t paths, int64_t columns,
+                                  const OrderLevel* levels, int count, const double* v0,
+                                  double discount, double* out, int64_t stride,
+                                  cudaStream_t stream);
+
+}  // namespace pricer::cuda

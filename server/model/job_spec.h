@@ -1,0 +1,120 @@
+// What the engine prices: a validated, gRPC-free description of one job.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/model/statistics.h"
+
+namespace pricer {
+
+// The issuers and the model constants. spot and volatility have N entries.
+struct Market {
+  std::vector<double> spot;
+  std::vector<double> volatility;
+  double rate = 0.0;
+  double maturity = 1.0;
+  // Cholesky factor L of the shocks' correlation (N x N, column-major, lower),
+  // from CholeskyFactor; empty for independent issuers.
+  std::vector<float> correlation_factor;
+
+  int64_t issuers() const { return static_cast<int64_t>(spot.size()); }
+  bool correlated() const { return !correlation_factor.empty(); }
+};
+
+// The per-issuer float32 constants of TerminalPrice (gbm.h), computed in
+// float64: spot S0, drift (r - sigma^2 / 2) T and diffusion sigma sqrt(T).
+struct GbmConstants {
+  std::vector<float> spot, drift, diffusion;
+};
+GbmConstants GbmConstantsOf(const Market& market);
+
+// spot[i] ~ U(spot_min, spot_max), volatility[i] ~ U(volatility_min,
+// volatility_max) from the counter-based generator, as in the original example.
+struct MarketDraw {
+  int64_t issuers = 0;
+  uint64_t seed = 0;
+  double spot_min = 0, spot_max = 0;
+  double volatility_min = 0, volatility_max = 0;
+};
+std::vector<double> DrawSpots(const MarketDraw& draw);
+std::vector<double> DrawVolatilities(const MarketDraw& draw);
+
+// The scenario matrix A (N x M): either held inline, column-major, or drawn
+// A[i, j] ~ U(value_min, value_max) block by block, never built whole.
+class ScenarioMatrix {
+ public:
+  static ScenarioMatrix Inline(int64_t rows, int64_t columns,
+                               std::shared_ptr<const std::vector<float>> values);
+  static ScenarioMatrix Generated(int64_t rows, int64_t columns, uint64_t seed, float value_min,
+                                  float value_max);
+
+  int64_t rows() const { return rows_; }
+  int64_t columns() const { return columns_; }
+  bool generated() const { return values_ == nullptr; }
+
+  // Writes columns [first, first + count) as a column-major rows x count block.
+  void CopyColumns(int64_t first, int64_t count, float* out) const;
+
+  // The rule of a generated matrix, for backends that draw it themselves
+  // (A[i, j] = UniformAt(seed, kScenarios, j, i, value_min, value_max)).
+  uint64_t seed() const { return seed_; }
+  float value_min() const { return value_min_; }
+  float value_max() const { return value_max_; }
+
+ private:
+  int64_t rows_ = 0;
+  int64_t columns_ = 0;
+  std::shared_ptr<const std::vector<float>> values_;
+  uint64_t seed_ = 0;
+  float value_min_ = 0, value_max_ = 0;
+};
+
+struct OutputSelection {
+  bool full = false;
+  StatisticsSelection statistics = StatisticsSelection::Basic();  // none: !any()
+  bool terminal_prices = false;
+  // Preferred columns per chunk; 0 lets the planner choose.
+  int64_t chunk_columns = 0;
+};
+
+// The arithmetic a backend may use for the shard GEMMs. The cpu backend always
+// computes in float32; the cuda backend uses the tensor cores when allowed.
+enum class GemmPrecision {
+  kFloat32,
+  kTensorFloat32,  // inputs rounded to 10-bit mantissas, float32 accumulation
+  kBFloat16,       // inputs rounded to 7-bit mantissas, float32 accumulation
+};
+
+struct JobSpec {
+  Market market;
+  int64_t paths = 0;
+  uint64_t seed = 0;
+  // Path 2k + 1 takes the negated shocks of path 2k (an odd last path has no
+  // partner and keeps its own).
+  bool antithetic = false;
+  ScenarioMatrix scenarios;
+  // Priced columns [column_begin, column_end) of A.
+  int64_t column_begin = 0;
+  int64_t column_end = 0;
+  OutputSelection output;
+  GemmPrecision precision = GemmPrecision::kFloat32;
+  // Shard width override for tests and benchmarks; 0 lets the planner choose.
+  int64_t shard_columns = 0;
+  // Who asked: a client name (from the server's token file) or the peer's
+  // address. Devices are shared round robin between clients first, then
+  // between one client's jobs; per-client quotas count by it.
+  std::string client;
+  // Jobs with a higher priority get the devices first, whoever asked; equal
+  // priorities are shared round robin between clients, then between jobs.
+  int priority = 0;
+  // When set, the job stops with DEADLINE_EXCEEDED at the next shard boundary
+  // after this time.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+}  // namespace pricer

@@ -1,0 +1,89 @@
+// Per-column statistics of SC over the P paths, computed while a column is
+// still in cache: the moments, exact order statistics (by selection, not a
+// full sort) and the PnL risk measures.
+//
+// Conventions (docs/risk.md): V0[j] = sum_i A[i, j] S0[i];
+// PnL[p, j] = exp(-r T) SC[p, j] - V0[j]. The quantile of level q of n values
+// x_(0) <= ... <= x_(n-1) is x_(k) + (h - k) (x_(k+1) - x_(k)) with
+// h = (n - 1) q and k = floor(h) (NumPy's default, "linear"). VaR_a is
+// -quantile_{1-a}(PnL) and ES_a is -mean(PnL[p] | PnL[p] <= quantile_{1-a}
+// (PnL)), both positive for a loss.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "server/model/host_device.h"
+
+namespace pricer {
+
+// Which statistics a job asks for.
+struct StatisticsSelection {
+  bool mean = false;
+  bool stddev = false;
+  bool min = false;
+  bool max = false;
+  std::vector<double> quantiles;  // value quantile levels, each in [0, 1]
+  std::vector<double> var;        // VaR confidence levels, each in (0, 1)
+  std::vector<double> es;         // expected-shortfall confidence levels
+
+  // Mean, stddev, min and max: what a request without a list gets.
+  static StatisticsSelection Basic();
+  bool any() const;
+  // Any of mean, stddev, min and max (one pass over a column).
+  bool moments() const { return mean || stddev || min || max; }
+  // The order statistics asked for: quantiles, VaR and ES levels.
+  int64_t order_levels() const {
+    return static_cast<int64_t>(quantiles.size() + var.size() + es.size());
+  }
+  // float64 values per column in a reply, V0 included.
+  int64_t values_per_column() const;
+};
+
+// The statistics of a range of columns; arrays not selected stay empty.
+struct ColumnStatistics {
+  std::vector<double> v0;
+  std::vector<double> mean;
+  std::vector<double> stddev;  // sample standard deviation, divisor P - 1 (0 when P = 1)
+  std::vector<double> min;
+  std::vector<double> max;
+  std::vector<std::vector<double>> quantiles;  // [level][column], levels as selected
+  std::vector<std::vector<double>> var;
+  std::vector<std::vector<double>> es;
+
+  int64_t columns() const { return static_cast<int64_t>(v0.size()); }
+  // float64 values held, over all arrays.
+  int64_t values() const;
+  // Room for `columns` columns of the selected statistics (set by a reducer).
+  void Resize(const StatisticsSelection& selection, int64_t columns);
+  // Appends columns [first, first + count) of `other`.
+  void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);
+};
+
+// Where the quantile of `level` lies among `rows` sorted values: x_(low)
+// interpolated towards x_(low + 1) by `fraction` (0 for the last value).
+struct QuantileRank {
+  int64_t low = 0;      // k = floor(h), h = (rows - 1) level
+  double fraction = 0;  // h - k
+};
+QuantileRank QuantileRankOf(double level, int64_t rows);
+
+// The formulas both backends apply to what they reduce, so a cpu and a cuda
+// column differ only by the rounding of their sums.
+// x_(k) + fraction (x_(k+1) - x_(k)).
+PRICER_HOST_DEVICE inline double InterpolateQuantile(double low, double high, double fraction) {
+  return fraction == 0 ? low : low + fraction * (high - low);
+}
+// Mean and sample standard deviation (divisor n - 1, 0 for one value) from
+// sums of (x - shift) and (x - shift)^2 over n values.
+PRICER_HOST_DEVICE inline double ShiftedMean(double shift, double sum, double n) {
+  return shift + sum / n;
+}
+PRICER_HOST_DEVICE inline double ShiftedStddev(double sum, double squares, double n) {
+  if (n <= 1) return 0.0;
+  const double variance = (squares - sum * sum / n) / (n - 1);
+  return variance > 0 ? sqrt(variance) : 0.0;
+}
+
+}  // namespace pricer

@@ -1,0 +1,78 @@
+// The interface every backend implements: a device with a memory budget that
+// computes the shards of jobs. The engine gives each device a few worker threads
+// (its shard slots, --max-shards-in-flight).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/model/statistics.h"
+#include "server/model/job_spec.h"
+#include "server/scheduler/memory_account.h"
+#include "server/scheduler/shard_planner.h"
+
+namespace pricer {
+
+// A failure after which a device can take no more work: its GPU or driver is
+// gone, or its CUDA context is broken by a fault. The engine stops planning
+// on that device ("lost") and retries its shards elsewhere. `cause` keeps its
+// code and message; a payload marks it.
+absl::Status DeviceLost(absl::Status cause);
+bool IsDeviceLost(const absl::Status& status);
+
+// What one shard gives back, for its kept columns [out_begin, out_end).
+struct ShardOutput {
+  std::vector<float> values;    // P x columns, column-major, when full output is on
+  ColumnStatistics statistics;  // when statistics are on
+  // Thread-seconds spent in the GEMM and in the statistics (the cost split).
+  double gemm_seconds = 0;
+  double statistics_seconds = 0;
+};
+
+// A job's state resident on one device (its terminal prices ST and whatever
+// the backend keeps per job). Destroying it returns the memory to the budget.
+class DeviceJob {
+ public:
+  virtual ~DeviceJob() = default;
+
+  // RunShard may be called from several threads at once (shards in flight).
+  virtual absl::Status RunShard(const Shard& shard, ShardOutput* out) = 0;
+  // Copies ST columns [issuer_begin, issuer_end) (P rows each) to `out`.
+  virtual absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  const std::string& name() const { return name_; }
+  virtual std::string kind() const = 0;
+  MemoryAccount& memory() { return memory_; }
+  const MemoryAccount& memory() const { return memory_; }
+
+  // The memory contract with the engine's planner: a DeviceJob allocates
+  // ResidentBytes when it starts, and at most ShardBytes more for each shard
+  // running on it at once. The engine admits work so that these sums fit the
+  // budget, so a device allocation never fails for want of budget.
+  virtual int64_t ResidentBytes(const JobSpec& spec) const = 0;
+  // The most shards of one job worth running here at once, whatever the
+  // budget allows (the engine's --max-shards-in-flight caps it too).
+  virtual int64_t MaxShardsInFlight() const = 0;
+  virtual int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const = 0;
+  // Builds the job's resident state (ST); its shards are `shard_columns`
+  // wide at most. `spec` outlives the DeviceJob.
+  virtual absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
+                                                              int64_t shard_columns) = 0;
+
+ protected:
+  Device(std::string name, int64_t budget_bytes) : name_(std::move(name)), memory_(budget_bytes) {}
+
+ private:
+  const std::string name_;
+  MemoryAccount memory_;
+};
+
+}  // namespace pricer

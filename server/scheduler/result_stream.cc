@@ -1,0 +1,152 @@
+#include "server/scheduler/result_stream.h"
+
+#include <utility>
+
+namespace pricer {
+
+int64_t ResultChunk::payload_bytes() const {
+  return static_cast<int64_t>(values.size() * sizeof(float)) +
+         statistics.values() * static_cast<int64_t>(sizeof(double));
+}
+
+namespace {
+
+// The rule of both bounds: `bytes` more fit, or nothing is pending at all
+// (so that one oversized shard can still run).
+bool Fits(int64_t used, int64_t bytes, int64_t max_bytes) {
+  return used == 0 || used + bytes <= max_bytes;
+}
+
+}  // namespace
+
+bool PendingBytes::TryAdd(int64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!Fits(used_, bytes, max_bytes_)) return false;
+  used_ += bytes;
+  return true;
+}
+
+bool PendingBytes::HasRoom(int64_t bytes) const {
+  std::lock_guard lock(mu_);
+  return Fits(used_, bytes, max_bytes_);
+}
+
+void PendingBytes::Remove(int64_t bytes) {
+  std::lock_guard lock(mu_);
+  used_ -= bytes;
+}
+
+int64_t PendingBytes::used() const {
+  std::lock_guard lock(mu_);
+  return used_;
+}
+
+ResultStream::ResultStream(int64_t max_pending_bytes, std::function<void()> on_space,
+                           std::shared_ptr<PendingBytes> shared)
+    : max_pending_bytes_(max_pending_bytes),
+      on_space_(std::move(on_space)),
+      shared_(std::move(shared)) {}
+
+ResultStream::~ResultStream() {
+  if (shared_ != nullptr) shared_->Remove(pending_bytes_);
+}
+
+bool ResultStream::TryReserve(int64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!Fits(pending_bytes_, bytes, max_pending_bytes_)) return false;
+  if (shared_ != nullptr && !shared_->TryAdd(bytes)) return false;
+  pending_bytes_ += bytes;
+  return true;
+}
+
+bool ResultStream::HasRoom(int64_t bytes) const {
+  std::lock_guard lock(mu_);
+  return Fits(pending_bytes_, bytes, max_pending_bytes_) &&
+         (shared_ == nullptr || shared_->HasRoom(bytes));
+}
+
+void ResultStream::Forget(int64_t bytes) {
+  pending_bytes_ -= bytes;
+  if (shared_ != nullptr) shared_->Remove(bytes);
+}
+
+void ResultStream::Unreserve(int64_t bytes) { Release(bytes); }
+
+void ResultStream::Push(ResultChunk chunk) {
+  std::unique_lock lock(mu_);
+  if (closed_) {
+    Forget(chunk.payload_bytes());
+    return;
+  }
+  chunks_.push_back(std::move(chunk));
+  Notify(lock);
+}
+
+void ResultStream::Close(absl::Status status) {
+  std::unique_lock lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  status_ = std::move(status);
+  if (!status_.ok()) {
+    // A failed or cancelled job sends nothing more: drop what is queued.
+    for (const ResultChunk& chunk : chunks_) Forget(chunk.payload_bytes());
+    chunks_.clear();
+  }
+  Notify(lock);
+}
+
+void ResultStream::Notify(std::unique_lock<std::mutex>& lock) {
+  if (!listener_) return;
+  std::function<void()> listener = listener_;
+  ++listeners_running_;
+  lock.unlock();
+  listener();
+  lock.lock();
+  if (--listeners_running_ == 0) listener_idle_.notify_all();
+}
+
+void ResultStream::SetListener(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  listener_ = std::move(listener);
+}
+
+void ResultStream::DetachListener() {
+  std::unique_lock lock(mu_);
+  listener_ = nullptr;
+  listener_idle_.wait(lock, [this] { return listeners_running_ == 0; });
+}
+
+std::optional<ResultChunk> ResultStream::Pop() {
+  std::lock_guard lock(mu_);
+  if (chunks_.empty()) return std::nullopt;
+  ResultChunk chunk = std::move(chunks_.front());
+  chunks_.pop_front();
+  return chunk;
+}
+
+void ResultStream::Release(int64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    Forget(bytes);
+  }
+  if (on_space_) on_space_();
+}
+
+bool ResultStream::Drained(absl::Status* status) const {
+  std::lock_guard lock(mu_);
+  if (!closed_ || !chunks_.empty()) return false;
+  *status = status_;
+  return true;
+}
+
+bool ResultStream::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
+int64_t ResultStream::pending_bytes() const {
+  std::lock_guard lock(mu_);
+  return pending_bytes_;
+}
+
+}  // namespace pricer

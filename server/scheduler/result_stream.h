@@ -1,0 +1,112 @@
+// The bounded queue of finished chunks between a job's shards (producers, on
+// engine threads) and the one reader that sends them (the gRPC reactor).
+//
+// Producers reserve the bytes of a shard's output before they compute it, so
+// the host memory a job holds for unsent chunks never exceeds the bound, and a
+// slow reader holds back only its own job's shards.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "server/model/statistics.h"
+
+namespace pricer {
+
+struct ResultChunk {
+  enum class Kind { kScenarioColumns, kTerminalPrices };
+  Kind kind = Kind::kScenarioColumns;
+  // Scenario columns or issuers [begin, end); `rows` (= P) values each.
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t rows = 0;
+  std::vector<float> values;    // column-major, empty when not requested
+  ColumnStatistics statistics;  // empty when not requested
+
+  int64_t payload_bytes() const;
+};
+
+// The bytes all jobs' streams hold unsent, against one server-wide bound.
+class PendingBytes {
+ public:
+  explicit PendingBytes(int64_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Counts `bytes`; fails when the bound would be exceeded, unless nothing
+  // is pending at all (so one oversized shard can still run).
+  bool TryAdd(int64_t bytes);
+  // Whether TryAdd(bytes) would succeed now (adds nothing).
+  bool HasRoom(int64_t bytes) const;
+  void Remove(int64_t bytes);
+  int64_t used() const;
+  int64_t max_bytes() const { return max_bytes_; }
+
+ private:
+  const int64_t max_bytes_;
+  mutable std::mutex mu_;
+  int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class ResultStream {
+ public:
+  // `on_space` runs (without the stream's lock) when sent chunks free room.
+  // `shared`, when given, is a bound over several streams as well.
+  ResultStream(int64_t max_pending_bytes, std::function<void()> on_space,
+               std::shared_ptr<PendingBytes> shared = nullptr);
+  // Gives back to the shared bound what is still pending (chunks a reader
+  // that went away never sent).
+  ~ResultStream();
+
+  // Producer side. Reserves room for `bytes` of chunks; fails when the
+  // stream's pending bytes would exceed its bound, unless nothing is pending,
+  // or when the shared bound refuses them.
+  bool TryReserve(int64_t bytes);
+  // Whether TryReserve(bytes) would succeed now (reserves nothing).
+  bool HasRoom(int64_t bytes) const;
+  // Returns reserved bytes that will not be pushed (a failed shard).
+  void Unreserve(int64_t bytes);
+  // Queues a chunk whose bytes were reserved. Dropped once closed.
+  void Push(ResultChunk chunk);
+  // No more chunks; `status` is the job's outcome. Later calls are ignored.
+  void Close(absl::Status status);
+
+  // Reader side. The listener runs (on a producer's thread) after each push
+  // and on close. DetachListener waits for a running listener to return.
+  void SetListener(std::function<void()> listener);
+  void DetachListener();
+  std::optional<ResultChunk> Pop();
+  // The reader has sent a popped chunk of `bytes` payload bytes.
+  void Release(int64_t bytes);
+  // True once closed and every chunk popped; sets `status` to the outcome.
+  bool Drained(absl::Status* status) const;
+  bool closed() const;
+
+  int64_t pending_bytes() const;
+
+ private:
+  void Notify(std::unique_lock<std::mutex>& lock);
+
+  // Drops `bytes` from the stream's and the shared count.
+  void Forget(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int64_t max_pending_bytes_;
+  const std::function<void()> on_space_;
+  const std::shared_ptr<PendingBytes> shared_;
+  mutable std::mutex mu_;
+  std::condition_variable listener_idle_;
+  std::deque<ResultChunk> chunks_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // reserved, queued or being sent
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> listener_ ABSL_GUARDED_BY(mu_);
+  int listeners_running_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace pricer

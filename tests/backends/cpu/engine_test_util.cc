@@ -1,0 +1,217 @@
+#include "tests/backends/cpu/engine_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "server/backends/cpu/cpu_device.h"
+#include "server/scheduler/result_stream.h"
+#include "server/scheduler/shard_planner.h"
+#include "tests/model/statistics_reference.h"
+
+namespace pricer {
+namespace {
+
+// The arrays of a ColumnStatistics, paired with those of another.
+template <typename Stats, typename Other, typename Body>
+void ForEachArray(Stats& a, Other& b, Body body) {
+  body(a.v0, b.v0);
+  body(a.mean, b.mean);
+  body(a.stddev, b.stddev);
+  body(a.min, b.min);
+  body(a.max, b.max);
+  for (auto [to, from] : {std::pair{&a.quantiles, &b.quantiles}, std::pair{&a.var, &b.var},
+                          std::pair{&a.es, &b.es}}) {
+    for (size_t l = 0; l < std::min(to->size(), from->size()); ++l) body((*to)[l], (*from)[l]);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeEngine(int64_t budget, int devices, int threads,
+                                   EngineOptions options) {
+  std::vector<std::unique_ptr<Device>> list;
+  for (int d = 0; d < devices; ++d) {
+    list.push_back(std::make_unique<CpuDevice>("cpu" + std::to_string(d), budget, threads));
+  }
+  return std::make_unique<Engine>(std::move(list), options);
+}
+
+OutputSelection Output(bool full, bool statistics, bool terminal_prices, int64_t chunk_columns) {
+  OutputSelection output;
+  output.full = full;
+  output.statistics = statistics ? StatisticsSelection::Basic() : StatisticsSelection{};
+  output.terminal_prices = terminal_prices;
+  output.chunk_columns = chunk_columns;
+  return output;
+}
+
+Market MakeMarket(std::vector<double> spot, std::vector<double> volatility, double rate,
+                  double maturity) {
+  Market market;
+  market.spot = std::move(spot);
+  market.volatility = std::move(volatility);
+  market.rate = rate;
+  market.maturity = maturity;
+  return market;
+}
+
+JobSpec MakeSpec(Market market, int64_t paths, uint64_t seed, ScenarioMatrix scenarios,
+                 OutputSelection output, int64_t shard_columns) {
+  JobSpec spec;
+  spec.market = std::move(market);
+  spec.paths = paths;
+  spec.seed = seed;
+  spec.column_begin = 0;
+  spec.column_end = scenarios.columns();
+  spec.scenarios = std::move(scenarios);
+  spec.output = std::move(output);
+  spec.shard_columns = shard_columns;
+  return spec;
+}
+
+std::vector<float> JobResult::ScColumn(int64_t j) const {
+  const auto first = sc.begin() + (j - column_begin) * paths;
+  return std::vector<float>(first, first + paths);
+}
+
+std::vector<float> JobResult::StColumn(int64_t i) const {
+  const auto first = st.begin() + i * paths;
+  return std::vector<float>(first, first + paths);
+}
+
+JobResult Collect(Job& job, std::chrono::seconds timeout) {
+  const JobSpec& spec = job.spec();
+  const StatisticsSelection& selection = spec.output.statistics;
+  const int64_t paths = spec.paths;
+  const int64_t issuers = spec.market.issuers();
+  JobResult result;
+  result.paths = paths;
+  result.column_begin = spec.column_begin;
+  result.column_end = spec.column_end;
+  const int64_t columns = spec.column_end - spec.column_begin;
+  const bool scenario_chunks = spec.output.full || selection.any();
+  std::vector<int> column_seen(scenario_chunks ? static_cast<size_t>(columns) : 0, 0);
+  std::vector<int> issuer_seen(spec.output.terminal_prices ? static_cast<size_t>(issuers) : 0, 0);
+  if (spec.output.full) result.sc.assign(static_cast<size_t>(columns * paths), NAN);
+  if (selection.any()) {
+    result.statistics.Resize(selection, columns);
+    ForEachArray(
+        result.statistics, result.statistics,
+        [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
+  }
+  if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    std::optional<ResultChunk> chunk = job.results().Pop();
+    if (!chunk) {
+      if (job.results().Drained(&result.status)) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "job " << job.id() << " did not finish in " << timeout.count() << " s";
+        job.Cancel(absl::DeadlineExceededError("test timeout"));
+        return result;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      continue;
+    }
+    ++result.chunks;
+    EXPECT_LE(chunk->payload_bytes(), kMaxChunkPayloadBytes);
+    EXPECT_EQ(chunk->rows, paths);
+    EXPECT_LT(chunk->begin, chunk->end);
+    const int64_t width = chunk->end - chunk->begin;
+    if (chunk->kind == ResultChunk::Kind::kTerminalPrices) {
+      EXPECT_TRUE(spec.output.terminal_prices);
+      EXPECT_GE(chunk->begin, 0);
+      EXPECT_LE(chunk->end, issuers);
+      EXPECT_EQ(static_cast<int64_t>(chunk->values.size()), paths * width);
+      EXPECT_EQ(chunk->statistics.values(), 0);
+      if (chunk->begin < 0 || chunk->end > issuers ||
+          static_cast<int64_t>(chunk->values.size()) != paths * width) {
+        continue;
+      }
+      for (int64_t i = chunk->begin; i < chunk->end; ++i) ++issuer_seen[static_cast<size_t>(i)];
+      std::copy(chunk->values.begin(), chunk->values.end(),
+                result.st.begin() + chunk->begin * paths);
+    } else {
+      EXPECT_TRUE(scenario_chunks);
+      EXPECT_GE(chunk->begin, spec.column_begin);
+      EXPECT_LE(chunk->end, spec.column_end);
+      const int64_t expected_values = spec.output.full ? paths * width : 0;
+      const int64_t expected_statistics = selection.any() ? width : 0;
+      EXPECT_EQ(static_cast<int64_t>(chunk->values.size()), expected_values);
+      EXPECT_EQ(chunk->statistics.columns(), expected_statistics);
+      // Exactly the selected statistics, one value per column each.
+      EXPECT_EQ(chunk->statistics.values(), width * selection.values_per_column());
+      EXPECT_EQ(chunk->statistics.quantiles.size(), selection.quantiles.size());
+      EXPECT_EQ(chunk->statistics.var.size(), selection.var.size());
+      EXPECT_EQ(chunk->statistics.es.size(), selection.es.size());
+      if (chunk->begin < spec.column_begin || chunk->end > spec.column_end ||
+          static_cast<int64_t>(chunk->values.size()) != expected_values ||
+          chunk->statistics.columns() != expected_statistics ||
+          chunk->statistics.values() != width * selection.values_per_column()) {
+        continue;
+      }
+      const int64_t offset = chunk->begin - spec.column_begin;
+      for (int64_t k = 0; k < width; ++k) ++column_seen[static_cast<size_t>(offset + k)];
+      std::copy(chunk->values.begin(), chunk->values.end(), result.sc.begin() + offset * paths);
+      ForEachArray(result.statistics, chunk->statistics,
+                   [&](std::vector<double>& to, const std::vector<double>& from) {
+                     std::copy(from.begin(), from.end(), to.begin() + offset);
+                   });
+    }
+    job.results().Release(chunk->payload_bytes());
+  }
+  result.summary = job.Summary();
+  if (result.status.ok()) {
+    for (size_t k = 0; k < column_seen.size(); ++k) {
+      EXPECT_EQ(column_seen[k], 1) << "column " << spec.column_begin + static_cast<int64_t>(k);
+      if (column_seen[k] != 1) break;
+    }
+    for (size_t i = 0; i < issuer_seen.size(); ++i) {
+      EXPECT_EQ(issuer_seen[i], 1) << "issuer " << i;
+      if (issuer_seen[i] != 1) break;
+    }
+  }
+  return result;
+}
+
+JobResult RunJob(Engine& engine, JobSpec spec) {
+  absl::StatusOr<std::shared_ptr<Job>> job = engine.Submit(std::move(spec));
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return JobResult{};
+  return Collect(**job);
+}
+
+double ReferenceV0(const JobSpec& spec, int64_t j) {
+  std::vector<float> positions(static_cast<size_t>(spec.market.issuers()));
+  spec.scenarios.CopyColumns(j, 1, positions.data());
+  double v0 = 0;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    v0 += static_cast<double>(positions[i]) * spec.market.spot[i];
+  }
+  return v0;
+}
+
+void ExpectStatisticsOfFullResult(const JobResult& result, const JobSpec& spec) {
+  const StatisticsSelection& selection = spec.output.statistics;
+  ASSERT_FALSE(result.sc.empty());
+  ASSERT_TRUE(selection.any());
+  const double discount = std::exp(-spec.market.rate * spec.market.maturity);
+  for (int64_t j = result.column_begin; j < result.column_end; ++j) {
+    SCOPED_TRACE("column " + std::to_string(j));
+    const int64_t k = j - result.column_begin;
+    const std::vector<float> values = result.ScColumn(j);
+    if (selection.mean && selection.stddev && selection.min && selection.max) {
+      ExpectMomentsMatch(result.statistics, k, values, 1e-12);
+    }
+    ExpectRiskMatches(result.statistics, k, selection, values, ReferenceV0(spec, j), discount);
+  }
+}
+
+}  // namespace pricer

@@ -1,0 +1,362 @@
+// The cuda backend through the engine. Without a GPU: its memory contract,
+// the planner's sizing, and the failure of a job that needs one (the engine
+// carries on, on cpu devices where there are some). With a GPU: results
+// against the cpu backend on the same request.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/backends/cpu/cpu_device.h"
+#include "server/backends/cuda/cuda_device.h"
+#include "server/backends/cuda/kernels.h"
+#include "server/model/correlation.h"
+#include "server/scheduler/engine.h"
+#include "tests/backends/cpu/engine_test_util.h"
+
+namespace pricer {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kCudaBudget = int64_t{2} << 30;
+
+bool HasGpu() { return CudaDeviceCount().ok(); }
+
+// Skips a case that needs a GPU on a host without one, unless
+// PRICER_REQUIRE_GPU is set (scripts/gpu-check.sh), where that is a failure.
+#define REQUIRE_GPU()                                                             \
+  do {                                                                            \
+    if (!HasGpu()) {                                                              \
+      if (std::getenv("PRICER_REQUIRE_GPU") != nullptr) {                         \
+        FAIL() << "PRICER_REQUIRE_GPU is set but " << CudaDeviceCount().status(); \
+      }                                                                           \
+      GTEST_SKIP() << "no GPU: " << CudaDeviceCount().status();                   \
+    }                                                                             \
+  } while (false)
+
+std::unique_ptr<Engine> MakeCudaEngine(int64_t budget = kCudaBudget, bool with_cpu = false) {
+  std::vector<std::unique_ptr<Device>> devices;
+  devices.push_back(std::make_unique<CudaDevice>("cuda0", 0, budget));
+  if (with_cpu) devices.push_back(std::make_unique<CpuDevice>("cpu0", kBudget, 2));
+  return std::make_unique<Engine>(std::move(devices));
+}
+
+Market SpreadMarket(int64_t issuers) {
+  Market market = MakeMarket({}, {}, 0.03, 0.75);
+  for (int64_t i = 0; i < issuers; ++i) {
+    market.spot.push_back(20.0 + 80.0 * static_cast<double>(i) / static_cast<double>(issuers));
+    market.volatility.push_back(0.1 + 0.4 * static_cast<double>((i * 37) % issuers) /
+                                          static_cast<double>(issuers));
+  }
+  return market;
+}
+
+// An exchangeable correlation of `rho` between all issuers.
+std::vector<float> EqualCorrelationFactor(int64_t n, double rho) {
+  std::vector<double> c(static_cast<size_t>(n * n), rho);
+  for (int64_t i = 0; i < n; ++i) c[static_cast<size_t>(i * n + i)] = 1.0;
+  absl::StatusOr<std::vector<float>> factor = CholeskyFactor(c, n);
+  EXPECT_TRUE(factor.ok()) << factor.status();
+  return factor.ok() ? *factor : std::vector<float>{};
+}
+
+std::shared_ptr<const std::vector<float>> InlineValues(int64_t rows, int64_t columns) {
+  auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(rows * columns));
+  for (size_t k = 0; k < values->size(); ++k) {
+    (*values)[k] = static_cast<float>((k * 7919) % 2001) / 1000.0f - 0.5f;  // [-0.5, 1.5]
+  }
+  return values;
+}
+
+StatisticsSelection RiskSelection() {
+  StatisticsSelection s = StatisticsSelection::Basic();
+  s.quantiles = {0.0, 0.01, 0.5, 0.99, 1.0};
+  s.var = {0.95, 0.99};
+  s.es = {0.975, 0.99};
+  return s;
+}
+
+// max_k |a_k - b_k| / max_k |b_k| over a column.
+double ColumnError(const std::vector<float>& a, const std::vector<float>& b) {
+  double difference = 0, scale = 0;
+  for (size_t k = 0; k < b.size(); ++k) {
+    difference = std::max(difference, std::abs(static_cast<double>(a[k]) - b[k]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[k])));
+  }
+  return difference / scale;
+}
+
+// Each statistic of `gpu` against `cpu`: within `relative` of the value, or
+// for VaR and ES (differences of V0 and a discounted statistic) of V0.
+void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& cpu,
+                          double relative) {
+  ASSERT_EQ(gpu.columns(), cpu.columns());
+  for (int64_t j = 0; j < cpu.columns(); ++j) {
+    const double v0 = std::abs(cpu.v0[j]);
+    EXPECT_NEAR(gpu.v0[j], cpu.v0[j], 1e-12 * v0) << "v0 of column " << j;
+    auto near = [&](const std::vector<double>& g, const std::vector<double>& c, double scale,
+                    const char* what) {
+      if (c.empty()) return;
+      EXPECT_NEAR(g[j], c[j], relative * scale) << what << " of column " << j;
+    };
+    near(gpu.mean, cpu.mean, std::abs(cpu.mean[j]), "mean");
+    near(gpu.stddev, cpu.stddev, std::abs(cpu.mean[j]), "stddev");
+    near(gpu.min, cpu.min, std::abs(cpu.mean[j]), "min");
+    near(gpu.max, cpu.max, std::abs(cpu.mean[j]), "max");
+    for (size_t l = 0; l < cpu.quantiles.size(); ++l) {
+      near(gpu.quantiles[l], cpu.quantiles[l], std::abs(cpu.mean[j]), "quantile");
+    }
+    for (size_t l = 0; l < cpu.var.size(); ++l) near(gpu.var[l], cpu.var[l], v0, "VaR");
+    for (size_t l = 0; l < cpu.es.size(); ++l) near(gpu.es[l], cpu.es[l], v0, "ES");
+  }
+}
+
+// --- Without a GPU ------------------------------------------------------------
+
+JobSpec SeedExampleSpec(int64_t columns) {
+  const int64_t issuers = 500;
+  JobSpec spec =
+      MakeSpec(SpreadMarket(issuers), 10000, 1,
+               ScenarioMatrix::Generated(issuers, columns, 2, 0.0f, 1.0f), OutputSelection{});
+  spec.output.statistics = RiskSelection();
+  return spec;
+}
+
+TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheWorkspace) {
+  const CudaDevice device("cuda0", 0, kCudaBudget);
+  JobSpec spec = SeedExampleSpec(1000);
+  const int64_t p = 10000, n = 500, w = 1024;
+  spec.output.statistics = StatisticsSelection::Basic();
+  const int64_t basic = 4 * (n + p) * w + CudaDevice::kCublasWorkspaceBytes + 8 * 5 * w;
+  EXPECT_EQ(device.ShardBytes(spec, w), basic);
+  // Seven order statistics: their rows, two P x 256 sort buffers and the
+  // sort's scratch.
+  spec.output.statistics = RiskSelection();
+  EXPECT_EQ(device.ShardBytes(spec, w),
+            basic + 8 * 9 * w + 2 * 4 * p * cuda::kSortColumns + cuda::SortScratchBytes(p));
+  EXPECT_EQ(device.MaxShardsInFlight(), 2);
+}
+
+TEST(CudaDeviceSizingTest, ResidentBytesHoldTerminalPricesAndTheCorrelationWhileItIsBuilt) {
+  const CudaDevice device("cuda0", 0, kCudaBudget);
+  JobSpec spec = SeedExampleSpec(1000);
+  const int64_t p = 10000, n = 500;
+  const int64_t independent = device.ResidentBytes(spec);
+  EXPECT_GE(independent, 4 * p * n);
+  EXPECT_LT(independent, 4 * p * n + (1 << 20));
+  spec.market.correlation_factor = EqualCorrelationFactor(n, 0.3);
+  EXPECT_EQ(device.ResidentBytes(spec),
+            independent + 4 * (p * n + n * n) + CudaDevice::kCublasWorkspaceBytes);
+}
+
+TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) {
+  // 70 GB: the default budget (half the free memory) of a 141 GB H200.
+  const int64_t budget = 70LL * 1000 * 1000 * 1000;
+  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
+  absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(SeedExampleSpec(1000000));
+  ASSERT_TRUE(job.ok()) << job.status();
+  (*job)->Cancel(absl::CancelledError("sizing only"));
+  const ShardPlan& plan = (*job)->plan();
+  const DevicePlan& device = (*job)->device_plans()[0];
+  EXPECT_EQ(plan.shard_columns % kColumnAlignment, 0);
+  EXPECT_EQ(device.shards_in_flight, 2);
+  EXPECT_LE(device.resident_bytes + device.shards_in_flight * device.shard_bytes, budget);
+  // Far from the 40 GB a naive plan would hold for SC.
+  EXPECT_LT(device.shards_in_flight * device.shard_bytes, 1LL << 30);
+}
+
+TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
+  JobSpec spec = SeedExampleSpec(100000);
+  const CudaDevice probe("cuda0", 0, 0);
+  // Room for ST and one shard of 768 columns: the planner's first choice of
+  // 1792 (the 64 MiB SC target, in 256-column blocks) halved until it fits.
+  const int64_t budget = probe.ResidentBytes(spec) + probe.ShardBytes(spec, 768);
+  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
+  absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(std::move(spec));
+  ASSERT_TRUE(job.ok()) << job.status();
+  (*job)->Cancel(absl::CancelledError("sizing only"));
+  EXPECT_EQ((*job)->plan().shard_columns, 768);
+  EXPECT_EQ((*job)->device_plans()[0].shards_in_flight, 1);
+}
+
+TEST(CudaDeviceSizingTest, AJobOverTheBudgetIsRefusedBeforeAnyCudaCall) {
+  std::unique_ptr<Engine> engine = MakeCudaEngine(64 << 20);
+  absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(SeedExampleSpec(10000));
+  ASSERT_FALSE(job.ok());
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(CudaWithoutGpuTest, AJobFailsNamingTheDeviceAndTheCallAndTheDeviceIsLost) {
+  if (HasGpu()) GTEST_SKIP() << "this host has a GPU";
+  std::unique_ptr<Engine> engine = MakeCudaEngine();
+  JobResult result = RunJob(*engine, SeedExampleSpec(512));
+  ASSERT_FALSE(result.status.ok());
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("cuda0"));
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("cudaSetDevice failed"));
+  // Nothing stays reserved; the device is lost (no driver), and the engine
+  // refuses the next job saying why instead of failing it on the device.
+  const DeviceStatus status = engine->DeviceStatuses()[0];
+  EXPECT_EQ(status.bytes_in_use, 0);
+  EXPECT_THAT(status.lost, HasSubstr("cuda0: cudaSetDevice failed"));
+  absl::StatusOr<std::shared_ptr<Job>> again = engine->Submit(SeedExampleSpec(256));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(again.status().message()),
+              HasSubstr("no device can take work: cuda0: cudaSetDevice failed"));
+}
+
+TEST(CudaWithoutGpuTest, ACpuDeviceBesideItPricesTheJobUnchanged) {
+  if (HasGpu()) GTEST_SKIP() << "this host has a GPU";
+  JobSpec spec = MakeSpec(SpreadMarket(37), 999, 5, ScenarioMatrix::Generated(37, 1500, 3, 0, 1),
+                          Output(/*full=*/true, /*statistics=*/true, /*terminal_prices=*/false));
+  spec.shard_columns = 256;
+  std::unique_ptr<Engine> mixed = MakeCudaEngine(kCudaBudget, /*with_cpu=*/true);
+  JobResult result = RunJob(*mixed, spec);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  std::unique_ptr<Engine> cpu = MakeEngine();
+  JobResult reference = RunJob(*cpu, spec);
+  ASSERT_TRUE(reference.status.ok()) << reference.status;
+  EXPECT_EQ(result.sc, reference.sc);  // the shards that failed on cuda0 ran on cpu0
+  EXPECT_EQ(result.statistics.mean, reference.statistics.mean);
+  // cuda0 is lost after its first failure: the next job is planned on cpu0
+  // only, and nothing fails.
+  EXPECT_FALSE(mixed->DeviceStatuses()[0].lost.empty());
+  absl::StatusOr<std::shared_ptr<Job>> next = mixed->Submit(spec);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)->device_plans()[0].shards_in_flight, 0);
+  EXPECT_GT((*next)->device_plans()[1].shards_in_flight, 0);
+  const JobResult again = Collect(**next);
+  ASSERT_TRUE(again.status.ok()) << again.status;
+  EXPECT_EQ(again.sc, reference.sc);
+}
+
+// --- With a GPU ---------------------------------------------------------------
+
+struct Comparison {
+  JobResult gpu, cpu;
+};
+
+Comparison RunBoth(const JobSpec& spec) {
+  Comparison c;
+  std::unique_ptr<Engine> gpu = MakeCudaEngine();
+  c.gpu = RunJob(*gpu, spec);
+  EXPECT_TRUE(c.gpu.status.ok()) << c.gpu.status;
+  EXPECT_LE(gpu->DeviceStatuses()[0].peak_bytes, kCudaBudget);
+  std::unique_ptr<Engine> cpu = MakeEngine();
+  c.cpu = RunJob(*cpu, spec);
+  EXPECT_TRUE(c.cpu.status.ok()) << c.cpu.status;
+  return c;
+}
+
+void ExpectTerminalPricesNear(const JobSpec& spec, double relative) {
+  const Comparison c = RunBoth(spec);
+  for (int64_t i = 0; i < spec.market.issuers(); ++i) {
+    EXPECT_LE(ColumnError(c.gpu.StColumn(i), c.cpu.StColumn(i)), relative) << "issuer " << i;
+  }
+}
+
+TEST(CudaEngineTest, TerminalPricesMatchTheCpuBackend) {
+  REQUIRE_GPU();
+  // 37 issuers: a last block of one issuer; 1001 paths: odd, with antithetic.
+  JobSpec spec = MakeSpec(SpreadMarket(37), 1001, 9, ScenarioMatrix::Generated(37, 256, 1, 0, 1),
+                          Output(false, false, /*terminal_prices=*/true));
+  ExpectTerminalPricesNear(spec, 1e-6);
+  spec.antithetic = true;
+  ExpectTerminalPricesNear(spec, 1e-6);
+  spec.market.correlation_factor = EqualCorrelationFactor(37, 0.4);
+  ExpectTerminalPricesNear(spec, 1e-6);
+}
+
+void ExpectResultsNear(const JobSpec& spec, double relative) {
+  const Comparison c = RunBoth(spec);
+  for (int64_t j = spec.column_begin; j < spec.column_end; ++j) {
+    EXPECT_LE(ColumnError(c.gpu.ScColumn(j), c.cpu.ScColumn(j)), relative) << "column " << j;
+  }
+  ExpectStatisticsNear(c.gpu.statistics, c.cpu.statistics, relative);
+}
+
+JobSpec RiskSpec(ScenarioMatrix scenarios) {
+  const int64_t issuers = scenarios.rows();
+  JobSpec spec = MakeSpec(SpreadMarket(issuers), 4000, 21, std::move(scenarios),
+                          Output(/*full=*/true, /*statistics=*/true, false));
+  spec.output.statistics = RiskSelection();
+  return spec;
+}
+
+TEST(CudaEngineTest, InlineScenarioResultsAndStatisticsMatchTheCpuBackend) {
+  REQUIRE_GPU();
+  const int64_t issuers = 61, columns = 1300;
+  JobSpec spec = RiskSpec(ScenarioMatrix::Inline(issuers, columns, InlineValues(issuers, columns)));
+  spec.column_begin = 100;  // not aligned: the first shard keeps part of its block
+  spec.column_end = 1250;
+  ExpectResultsNear(spec, 1e-5);
+}
+
+TEST(CudaEngineTest, GeneratedScenarioResultsAndStatisticsMatchTheCpuBackend) {
+  REQUIRE_GPU();
+  // V0 within 1e-12 (ExpectStatisticsNear) shows the GPU drew the same A.
+  JobSpec spec = RiskSpec(ScenarioMatrix::Generated(53, 2100, 17, -1.0f, 2.0f));
+  spec.market.correlation_factor = EqualCorrelationFactor(53, 0.25);
+  spec.antithetic = true;
+  ExpectResultsNear(spec, 1e-5);
+}
+
+TEST(CudaEngineTest, TensorFloat32ResultsAreWithinItsTolerance) {
+  REQUIRE_GPU();
+  JobSpec spec = RiskSpec(ScenarioMatrix::Generated(128, 1024, 4, 0.0f, 1.0f));
+  spec.precision = GemmPrecision::kTensorFloat32;
+  ExpectResultsNear(spec, 5e-3);
+  // And the tensor cores were used: TF32 rounds the inputs, so SC is not the
+  // GPU's own FP32 result.
+  std::unique_ptr<Engine> engine = MakeCudaEngine();
+  const JobResult tf32 = RunJob(*engine, spec);
+  spec.precision = GemmPrecision::kFloat32;
+  const JobResult fp32 = RunJob(*engine, spec);
+  ASSERT_TRUE(tf32.status.ok() && fp32.status.ok());
+  EXPECT_NE(tf32.sc, fp32.sc);
+}
+
+TEST(CudaEngineTest, ResultsDoNotDependOnShardWidthOrColumnRange) {
+  REQUIRE_GPU();
+  JobSpec spec = RiskSpec(ScenarioMatrix::Generated(40, 3000, 8, 0.0f, 1.0f));
+  std::unique_ptr<Engine> engine = MakeCudaEngine();
+  spec.shard_columns = 256;
+  const JobResult narrow = RunJob(*engine, spec);
+  spec.shard_columns = 2048;
+  const JobResult wide = RunJob(*engine, spec);
+  ASSERT_TRUE(narrow.status.ok() && wide.status.ok());
+  EXPECT_EQ(narrow.sc, wide.sc);
+  EXPECT_EQ(narrow.statistics.es, wide.statistics.es);
+  spec.column_begin = 700;
+  spec.column_end = 1900;
+  const JobResult part = RunJob(*engine, spec);
+  ASSERT_TRUE(part.status.ok()) << part.status;
+  for (int64_t j = 700; j < 1900; ++j) ASSERT_EQ(part.ScColumn(j), wide.ScColumn(j)) << j;
+}
+
+TEST(CudaEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {
+  REQUIRE_GPU();
+  JobSpec spec = RiskSpec(ScenarioMatrix::Generated(100, 5000, 8, 0.0f, 1.0f));
+  // Exactly room for ST and two shards of the planner's width: both slots
+  // run at the edge of the budget.
+  const CudaDevice probe("cuda0", 0, 0);
+  const int64_t width = PlanShards(spec).shard_columns;
+  const int64_t budget = probe.ResidentBytes(spec) + 2 * probe.ShardBytes(spec, width);
+  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
+  const JobResult result = RunJob(*engine, spec);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  const DeviceStatus status = engine->DeviceStatuses()[0];
+  EXPECT_EQ(status.shards_done, PlanShards(spec).shard_count);
+  EXPECT_GT(status.peak_bytes, 0);
+  EXPECT_LE(status.peak_bytes, budget);
+  EXPECT_EQ(status.bytes_in_use, 0);
+}
+
+}  // namespace
+}  // namespace pricer

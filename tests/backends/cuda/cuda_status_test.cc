@@ -1,0 +1,96 @@
+#include "server/backends/cuda/cuda_status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "server/backends/cuda/cuda_array.h"
+#include "server/scheduler/device.h"
+
+namespace pricer {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(CudaStatusTest, SuccessIsOk) {
+  EXPECT_TRUE(CudaStatus(cudaSuccess, "cudaMalloc(&p, 4)", "cuda0").ok());
+  EXPECT_TRUE(CublasStatus(CUBLAS_STATUS_SUCCESS, "cublasSgemm(...)", "cuda0").ok());
+}
+
+TEST(CudaStatusTest, NamesTheDeviceTheFunctionAndTheError) {
+  const absl::Status s =
+      CudaStatus(cudaErrorIllegalAddress, "cudaStreamSynchronize(slot.compute.get())", "cuda3");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  const std::string message(s.message());
+  EXPECT_THAT(message, HasSubstr("cuda3: cudaStreamSynchronize failed: "));
+  EXPECT_THAT(message, HasSubstr("cudaErrorIllegalAddress"));
+  EXPECT_THAT(message, HasSubstr(cudaGetErrorString(cudaErrorIllegalAddress)));
+  // The function name only, not the whole expression.
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("slot.compute")));
+}
+
+TEST(CudaStatusTest, CodesSayWhatACallerCanDo) {
+  EXPECT_EQ(CudaStatus(cudaErrorMemoryAllocation, "cudaMalloc", "cuda0").code(),
+            absl::StatusCode::kResourceExhausted);
+  for (cudaError_t e : {cudaErrorNoDevice, cudaErrorInsufficientDriver, cudaErrorInvalidDevice}) {
+    EXPECT_EQ(CudaStatus(e, "cudaSetDevice", "cuda0").code(), absl::StatusCode::kUnavailable)
+        << cudaGetErrorName(e);
+  }
+  for (cudaError_t e : {cudaErrorLaunchFailure, cudaErrorInvalidValue, cudaErrorIllegalAddress}) {
+    EXPECT_EQ(CudaStatus(e, "kernel", "cuda0").code(), absl::StatusCode::kInternal)
+        << cudaGetErrorName(e);
+  }
+}
+
+TEST(CudaStatusTest, CublasErrorsNameTheCallAndMapLikeCuda) {
+  const absl::Status alloc = CublasStatus(CUBLAS_STATUS_ALLOC_FAILED, "cublasCreate(&h)", "cuda1");
+  EXPECT_EQ(alloc.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(alloc.message()), HasSubstr("cuda1: cublasCreate failed: "));
+  EXPECT_THAT(std::string(alloc.message()), HasSubstr("CUBLAS_STATUS_ALLOC_FAILED"));
+  EXPECT_EQ(CublasStatus(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate", "cuda0").code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(CublasStatus(CUBLAS_STATUS_EXECUTION_FAILED, "cublasGemmEx", "cuda0").code(),
+            absl::StatusCode::kInternal);
+}
+
+TEST(CudaStatusTest, AMissingDeviceOrABrokenContextIsDeviceLost) {
+  for (cudaError_t e : {cudaErrorNoDevice, cudaErrorInsufficientDriver, cudaErrorIllegalAddress,
+                        cudaErrorLaunchFailure, cudaErrorECCUncorrectable}) {
+    EXPECT_TRUE(IsDeviceLost(CudaStatus(e, "call", "cuda0"))) << cudaGetErrorName(e);
+  }
+  // Out of memory or a bad argument fails the call only.
+  for (cudaError_t e : {cudaErrorMemoryAllocation, cudaErrorInvalidValue}) {
+    EXPECT_FALSE(IsDeviceLost(CudaStatus(e, "call", "cuda0"))) << cudaGetErrorName(e);
+  }
+  EXPECT_TRUE(IsDeviceLost(CublasStatus(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate", "cuda0")));
+  EXPECT_FALSE(IsDeviceLost(CublasStatus(CUBLAS_STATUS_ALLOC_FAILED, "cublasCreate", "cuda0")));
+}
+
+absl::Status FailingCall(cudaError_t error) {
+  PRICER_CUDA_RETURN_IF_ERROR("cuda2", error);
+  return absl::OkStatus();
+}
+
+TEST(CudaStatusTest, MacroReturnsOnlyOnFailure) {
+  EXPECT_TRUE(FailingCall(cudaSuccess).ok());
+  const absl::Status s = FailingCall(cudaErrorLaunchTimeout);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cuda2: error failed: "));
+}
+
+TEST(CudaArrayTest, AFullBudgetRefusesBeforeAskingCuda) {
+  MemoryAccount account(1000);
+  DeviceArray<float> array;
+  // 1024 bytes > 1000: refused by the account, so this holds with or without
+  // a GPU, and nothing stays reserved.
+  const absl::Status s =
+      DeviceArray<float>::Allocate(account, 256, "result block SC", &array, {"cuda0"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("result block SC"));
+  EXPECT_EQ(account.in_use(), 0);
+  EXPECT_EQ(array.data(), nullptr);
+}
+
+}  // namespace
+}  // namespace pricer

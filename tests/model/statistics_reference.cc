@@ -1,0 +1,79 @@
+#include "tests/model/statistics_reference.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace pricer {
+
+double ReferenceQuantile(const std::vector<float>& sorted, double q) {
+  const int64_t n = static_cast<int64_t>(sorted.size());
+  const double h = static_cast<double>(n - 1) * q;
+  const int64_t k = static_cast<int64_t>(std::floor(h));
+  if (k >= n - 1) return sorted.back();
+  const double low = sorted[static_cast<size_t>(k)];
+  const double high = sorted[static_cast<size_t>(k + 1)];
+  return low + (h - static_cast<double>(k)) * (high - low);
+}
+
+double ReferenceTailMean(const std::vector<float>& sorted, double q) {
+  double sum = 0;
+  int64_t count = 0;
+  for (const float v : sorted) {
+    if (v > q) break;
+    sum += v;
+    ++count;
+  }
+  return sum / static_cast<double>(count);
+}
+
+ReferenceMoments ReferenceMomentsOf(const std::vector<float>& values) {
+  long double sum = 0;
+  for (const float v : values) sum += v;
+  const long double n = static_cast<long double>(values.size());
+  const long double mean = sum / n;
+  long double squares = 0;
+  for (const float v : values) squares += (v - mean) * (v - mean);
+  ReferenceMoments r;
+  r.mean = static_cast<double>(mean);
+  r.stddev = values.size() > 1 ? static_cast<double>(std::sqrt(squares / (n - 1))) : 0.0;
+  return r;
+}
+
+void ExpectMomentsMatch(const ColumnStatistics& stats, int64_t column,
+                        const std::vector<float>& values, double relative) {
+  const ReferenceMoments r = ReferenceMomentsOf(values);
+  const size_t k = static_cast<size_t>(column);
+  EXPECT_NEAR(stats.mean[k], r.mean, relative * std::fabs(r.mean) + 1e-300) << "column " << column;
+  EXPECT_NEAR(stats.stddev[k], r.stddev, relative * r.stddev + 1e-300) << "column " << column;
+  EXPECT_EQ(stats.min[k], *std::min_element(values.begin(), values.end())) << "column " << column;
+  EXPECT_EQ(stats.max[k], *std::max_element(values.begin(), values.end())) << "column " << column;
+}
+
+void ExpectRiskMatches(const ColumnStatistics& stats, int64_t column,
+                       const StatisticsSelection& selection, std::vector<float> values, double v0,
+                       double discount) {
+  std::sort(values.begin(), values.end());
+  const size_t k = static_cast<size_t>(column);
+  EXPECT_EQ(stats.v0[k], v0) << "column " << column;
+  ASSERT_EQ(stats.quantiles.size(), selection.quantiles.size());
+  ASSERT_EQ(stats.var.size(), selection.var.size());
+  ASSERT_EQ(stats.es.size(), selection.es.size());
+  for (size_t l = 0; l < selection.quantiles.size(); ++l) {
+    EXPECT_EQ(stats.quantiles[l][k], ReferenceQuantile(values, selection.quantiles[l]))
+        << "column " << column << " quantile " << selection.quantiles[l];
+  }
+  for (size_t l = 0; l < selection.var.size(); ++l) {
+    EXPECT_EQ(stats.var[l][k], v0 - discount * ReferenceQuantile(values, 1 - selection.var[l]))
+        << "column " << column << " VaR " << selection.var[l];
+  }
+  for (size_t l = 0; l < selection.es.size(); ++l) {
+    const double tail = ReferenceTailMean(values, ReferenceQuantile(values, 1 - selection.es[l]));
+    const double scale = std::fabs(v0) + discount * std::fabs(tail);
+    EXPECT_NEAR(stats.es[l][k], v0 - discount * tail, 1e-12 * scale + 1e-300)
+        << "column " << column << " ES " << selection.es[l];
+  }
+}
+
+}  // namespace pricer

@@ -1,0 +1,41 @@
+// Reference statistics of a column, recomputed the slow and obvious way (a
+// full sort, long double sums) for the tests of ColumnReducer and of the
+// backends that call it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "server/model/statistics.h"
+
+namespace pricer {
+
+// The documented quantile of level q of the sorted values x_(0..n-1):
+// x_(k) + (h - k) (x_(k+1) - x_(k)), h = (n - 1) q, k = floor(h).
+double ReferenceQuantile(const std::vector<float>& sorted, double q);
+
+// The mean of the sorted values <= q, in float64.
+double ReferenceTailMean(const std::vector<float>& sorted, double q);
+
+// Mean and sample stddev (divisor n - 1; 0 for n = 1) by two passes of long
+// double sums.
+struct ReferenceMoments {
+  double mean = 0;
+  double stddev = 0;
+};
+ReferenceMoments ReferenceMomentsOf(const std::vector<float>& values);
+
+// Expects column `column` of `stats` to hold the mean and stddev of `values`
+// to `relative` and their exact min and max.
+void ExpectMomentsMatch(const ColumnStatistics& stats, int64_t column,
+                        const std::vector<float>& values, double relative);
+
+// Expects column `column` of `stats` to hold V0 = `v0` and, for every level
+// of `selection`, the quantile exactly as documented (from a full sort), VaR
+// exactly v0 - discount * quantile, and ES to the rounding of a float64 sum
+// in another order (1e-12 of |v0| + discount |tail mean|).
+void ExpectRiskMatches(const ColumnStatistics& stats, int64_t column,
+                       const StatisticsSelection& selection, std::vector<float> values, double v0,
+                       double discount);
+
+}  // namespace pricer
