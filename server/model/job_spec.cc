@@ -54,15 +54,23 @@ ScenarioMatrix ScenarioMatrix::Generated(int64_t rows, int64_t columns, uint64_t
   ScenarioMatrix m;
   m.rows_ = rows;
   m.columns_ = columns;
+  m.generated_ = true;
   m.seed_ = seed;
   m.value_min_ = value_min;
   m.value_max_ = value_max;
   return m;
 }
 
+ScenarioMatrix ScenarioMatrix::Deferred(int64_t rows, int64_t columns) {
+  ScenarioMatrix m;
+  m.rows_ = rows;
+  m.columns_ = columns;
+  return m;
+}
+
 void ScenarioMatrix::CopyColumns(int64_t first, int64_t count, float* out) const {
   const size_t rows = static_cast<size_t>(rows_);
-  if (values_ != nullptr) {
+  if (!generated_) {
     std::memcpy(out, values_->data() + static_cast<size_t>(first) * rows,
                 static_cast<size_t>(count) * rows * sizeof(float));
     return;

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -52,10 +54,17 @@ class ScenarioMatrix {
                                std::shared_ptr<const std::vector<float>> values);
   static ScenarioMatrix Generated(int64_t rows, int64_t columns, uint64_t seed, float value_min,
                                   float value_max);
+  // An inline matrix whose values come later (SetValues, by the job's
+  // preparation: a stored set read from disk); its shape is final now.
+  static ScenarioMatrix Deferred(int64_t rows, int64_t columns);
 
   int64_t rows() const { return rows_; }
   int64_t columns() const { return columns_; }
-  bool generated() const { return values_ == nullptr; }
+  bool generated() const { return generated_; }
+  // The values of a deferred matrix (rows x columns, column-major).
+  void SetValues(std::shared_ptr<const std::vector<float>> values) { values_ = std::move(values); }
+  // An inline matrix's values (null for a generated one).
+  const std::shared_ptr<const std::vector<float>>& shared_values() const { return values_; }
 
   // Writes columns [first, first + count) as a column-major rows x count block.
   void CopyColumns(int64_t first, int64_t count, float* out) const;
@@ -69,6 +78,7 @@ class ScenarioMatrix {
  private:
   int64_t rows_ = 0;
   int64_t columns_ = 0;
+  bool generated_ = false;
   std::shared_ptr<const std::vector<float>> values_;
   uint64_t seed_ = 0;
   float value_min_ = 0, value_max_ = 0;
@@ -115,6 +125,14 @@ struct JobSpec {
   // When set, the job stops with DEADLINE_EXCEEDED at the next shard boundary
   // after this time.
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // The work that turns the checked request into the job's inputs and is
+  // too heavy for a gRPC thread: drawing a generated market, the Cholesky
+  // factor of a correlation matrix, reading a stored scenario set. When set,
+  // the engine runs it as the job's first task, on a device worker, before
+  // any other task starts; its error ends the job. Every size is final
+  // before it runs (N, P, M, whether the issuers are correlated, so the
+  // planner can budget the job): it only fills in values, in place.
+  std::function<absl::Status(JobSpec&)> prepare;
 };
 
 }  // namespace pricer

@@ -9,8 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/model/statistics.h"
 #include "server/model/job_spec.h"
+#include "server/model/statistics.h"
+#include "server/scheduler/allocation_table.h"
 #include "server/scheduler/memory_account.h"
 #include "server/scheduler/shard_planner.h"
 
@@ -53,15 +54,21 @@ class Device {
   MemoryAccount& memory() { return memory_; }
   const MemoryAccount& memory() const { return memory_; }
 
-  // The memory contract with the engine's planner: a DeviceJob allocates
-  // ResidentBytes when it starts, and at most ShardBytes more for each shard
-  // running on it at once. The engine admits work so that these sums fit the
-  // budget, so a device allocation never fails for want of budget.
-  virtual int64_t ResidentBytes(const JobSpec& spec) const = 0;
+  // The memory contract with the engine's planner: the buffers a DeviceJob
+  // allocates for `spec` with shards `shard_columns` wide at most, from
+  // which the backend allocates them. The engine admits work so that their
+  // sums fit the budget, so a device allocation never fails for want of
+  // budget.
+  virtual AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const = 0;
+  int64_t ResidentBytes(const JobSpec& spec) const {
+    return Allocations(spec, kColumnAlignment).resident_bytes();
+  }
+  int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
+    return Allocations(spec, shard_columns).shard_bytes();
+  }
   // The most shards of one job worth running here at once, whatever the
   // budget allows (the engine's --max-shards-in-flight caps it too).
   virtual int64_t MaxShardsInFlight() const = 0;
-  virtual int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const = 0;
   // Builds the job's resident state (ST); its shards are `shard_columns`
   // wide at most. `spec` outlives the DeviceJob.
   virtual absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,

@@ -7,7 +7,7 @@
 namespace pricer {
 
 absl::Status MemoryAccount::Reserve(int64_t bytes, absl::string_view what) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (in_use_ + bytes > budget_) {
     return absl::ResourceExhaustedError(absl::StrCat(what, " needs ", bytes, " bytes; ", in_use_,
                                                      " of the budget of ", budget_,
@@ -19,17 +19,17 @@ absl::Status MemoryAccount::Reserve(int64_t bytes, absl::string_view what) {
 }
 
 void MemoryAccount::Release(int64_t bytes) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   in_use_ -= bytes;
 }
 
 int64_t MemoryAccount::in_use() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return in_use_;
 }
 
 int64_t MemoryAccount::peak() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return peak_;
 }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <new>
 #include <string_view>
 #include <type_traits>
@@ -11,6 +10,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "server/scheduler/allocation_table.h"
 
 namespace pricer {
 
@@ -29,7 +31,7 @@ class MemoryAccount {
 
  private:
   const int64_t budget_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   int64_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -66,6 +68,17 @@ class AccountedArray {
     return *this;
   }
   ~AccountedArray() { Reset(); }
+
+  // Allocates `buffer`, an entry of the job's AllocationTable, counted
+  // against `account` (see below).
+  static absl::Status Allocate(MemoryAccount& account, const Buffer& buffer, AccountedArray* out,
+                               const Memory& memory = {}) {
+    if (buffer.element_bytes != static_cast<int64_t>(sizeof(T))) {
+      return absl::InternalError(absl::StrCat("buffer ", buffer.name, " has elements of ",
+                                              buffer.element_bytes, " bytes, not ", sizeof(T)));
+    }
+    return Allocate(account, buffer.elements, buffer.name, out, memory);
+  }
 
   // Allocates `size` elements (uninitialised) counted against `account`:
   // RESOURCE_EXHAUSTED naming `what` when they do not fit, before `memory`

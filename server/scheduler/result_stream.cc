@@ -20,24 +20,24 @@ bool Fits(int64_t used, int64_t bytes, int64_t max_bytes) {
 }  // namespace
 
 bool PendingBytes::TryAdd(int64_t bytes) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!Fits(used_, bytes, max_bytes_)) return false;
   used_ += bytes;
   return true;
 }
 
 bool PendingBytes::HasRoom(int64_t bytes) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return Fits(used_, bytes, max_bytes_);
 }
 
 void PendingBytes::Remove(int64_t bytes) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   used_ -= bytes;
 }
 
 int64_t PendingBytes::used() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return used_;
 }
 
@@ -52,7 +52,7 @@ ResultStream::~ResultStream() {
 }
 
 bool ResultStream::TryReserve(int64_t bytes) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!Fits(pending_bytes_, bytes, max_pending_bytes_)) return false;
   if (shared_ != nullptr && !shared_->TryAdd(bytes)) return false;
   pending_bytes_ += bytes;
@@ -60,7 +60,7 @@ bool ResultStream::TryReserve(int64_t bytes) {
 }
 
 bool ResultStream::HasRoom(int64_t bytes) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return Fits(pending_bytes_, bytes, max_pending_bytes_) &&
          (shared_ == nullptr || shared_->HasRoom(bytes));
 }
@@ -73,17 +73,29 @@ void ResultStream::Forget(int64_t bytes) {
 void ResultStream::Unreserve(int64_t bytes) { Release(bytes); }
 
 void ResultStream::Push(ResultChunk chunk) {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_) {
     Forget(chunk.payload_bytes());
     return;
   }
   chunks_.push_back(std::move(chunk));
-  Notify(lock);
+  Notify();
+}
+
+void ResultStream::MarkReady() {
+  absl::MutexLock lock(&mu_);
+  if (ready_) return;
+  ready_ = true;
+  Notify();
+}
+
+bool ResultStream::ready() const {
+  absl::MutexLock lock(&mu_);
+  return ready_;
 }
 
 void ResultStream::Close(absl::Status status) {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_) return;
   closed_ = true;
   status_ = std::move(status);
@@ -92,32 +104,32 @@ void ResultStream::Close(absl::Status status) {
     for (const ResultChunk& chunk : chunks_) Forget(chunk.payload_bytes());
     chunks_.clear();
   }
-  Notify(lock);
+  Notify();
 }
 
-void ResultStream::Notify(std::unique_lock<std::mutex>& lock) {
+void ResultStream::Notify() {
   if (!listener_) return;
   std::function<void()> listener = listener_;
   ++listeners_running_;
-  lock.unlock();
+  mu_.Unlock();
   listener();
-  lock.lock();
-  if (--listeners_running_ == 0) listener_idle_.notify_all();
+  mu_.Lock();
+  if (--listeners_running_ == 0) listener_idle_.SignalAll();
 }
 
 void ResultStream::SetListener(std::function<void()> listener) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   listener_ = std::move(listener);
 }
 
 void ResultStream::DetachListener() {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   listener_ = nullptr;
-  listener_idle_.wait(lock, [this] { return listeners_running_ == 0; });
+  while (listeners_running_ != 0) listener_idle_.Wait(&mu_);
 }
 
 std::optional<ResultChunk> ResultStream::Pop() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (chunks_.empty()) return std::nullopt;
   ResultChunk chunk = std::move(chunks_.front());
   chunks_.pop_front();
@@ -126,26 +138,26 @@ std::optional<ResultChunk> ResultStream::Pop() {
 
 void ResultStream::Release(int64_t bytes) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     Forget(bytes);
   }
   if (on_space_) on_space_();
 }
 
 bool ResultStream::Drained(absl::Status* status) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!closed_ || !chunks_.empty()) return false;
   *status = status_;
   return true;
 }
 
 bool ResultStream::closed() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_;
 }
 
 int64_t ResultStream::pending_bytes() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return pending_bytes_;
 }
 

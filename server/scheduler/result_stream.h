@@ -6,17 +6,16 @@
 // slow reader holds back only its own job's shards.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -50,7 +49,7 @@ class PendingBytes {
 
  private:
   const int64_t max_bytes_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   int64_t used_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -77,8 +76,13 @@ class ResultStream {
   // No more chunks; `status` is the job's outcome. Later calls are ignored.
   void Close(absl::Status status);
 
-  // Reader side. The listener runs (on a producer's thread) after each push
-  // and on close. DetachListener waits for a running listener to return.
+  // The job's inputs are ready (after its preparation, if it has one):
+  // the reader may announce it. Chunks come only after it.
+  void MarkReady();
+
+  // Reader side. The listener runs (on a producer's thread) after each push,
+  // on MarkReady and on close. DetachListener waits for a running listener
+  // to return.
   void SetListener(std::function<void()> listener);
   void DetachListener();
   std::optional<ResultChunk> Pop();
@@ -87,11 +91,13 @@ class ResultStream {
   // True once closed and every chunk popped; sets `status` to the outcome.
   bool Drained(absl::Status* status) const;
   bool closed() const;
+  bool ready() const;
 
   int64_t pending_bytes() const;
 
  private:
-  void Notify(std::unique_lock<std::mutex>& lock);
+  // Runs the listener, with the lock released while it runs.
+  void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Drops `bytes` from the stream's and the shared count.
   void Forget(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -99,11 +105,12 @@ class ResultStream {
   const int64_t max_pending_bytes_;
   const std::function<void()> on_space_;
   const std::shared_ptr<PendingBytes> shared_;
-  mutable std::mutex mu_;
-  std::condition_variable listener_idle_;
+  mutable absl::Mutex mu_;
+  absl::CondVar listener_idle_;
   std::deque<ResultChunk> chunks_ ABSL_GUARDED_BY(mu_);
   int64_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // reserved, queued or being sent
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::function<void()> listener_ ABSL_GUARDED_BY(mu_);
   int listeners_running_ ABSL_GUARDED_BY(mu_) = 0;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "server/scheduler/device.h"
+
 namespace pricer {
 namespace {
 
@@ -38,9 +41,23 @@ ShardPlan PlanShards(const JobSpec& spec) {
   }
   width = std::max(kColumnAlignment, RoundUp(width, kColumnAlignment));
   width = std::min(width, RoundUp(plan.gemm_end - plan.gemm_begin, kColumnAlignment));
+  return WithShardColumns(plan, width);
+}
+
+ShardPlan WithShardColumns(ShardPlan plan, int64_t width) {
   plan.shard_columns = width;
   plan.shard_count = (plan.gemm_end - plan.gemm_begin + width - 1) / width;
   return plan;
+}
+
+int64_t PriceChunkCount(const ShardPlan& plan, const JobSpec& spec) {
+  if (!spec.output.terminal_prices) return 0;
+  return (spec.market.issuers() + plan.issuers_per_chunk - 1) / plan.issuers_per_chunk;
+}
+
+IssuerRange PriceChunkAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {
+  const int64_t begin = index * plan.issuers_per_chunk;
+  return {begin, std::min(begin + plan.issuers_per_chunk, spec.market.issuers())};
 }
 
 Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {
@@ -51,6 +68,86 @@ Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {
   shard.out_begin = std::max(shard.gemm_begin, spec.column_begin);
   shard.out_end = std::min(shard.gemm_end, spec.column_end);
   return shard;
+}
+
+namespace {
+
+bool FitsEveryDevice(const JobSpec& spec, const std::vector<PlannerDevice>& devices,
+                     int64_t width) {
+  for (const PlannerDevice& d : devices) {
+    const Device& device = *d.device;
+    if (d.lost.empty() && device.ResidentBytes(spec) + device.ShardBytes(spec, width) >
+                              device.memory().budget()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A lost device's plan has its bytes and no shards.
+DevicePlan PlanDevice(const JobSpec& spec, const PlannerDevice& planned, const ShardPlan& plan,
+                      int64_t max_shards_in_flight) {
+  const Device& device = *planned.device;
+  DevicePlan p;
+  p.device = device.name();
+  const AllocationTable table = device.Allocations(spec, std::max<int64_t>(1, plan.shard_columns));
+  p.resident_bytes = table.resident_bytes();
+  p.shard_bytes = plan.shard_count > 0 ? table.shard_bytes() : 0;
+  const int64_t room = device.memory().budget() - p.resident_bytes;
+  if (!planned.lost.empty() || room < p.shard_bytes) return p;
+  const int64_t by_memory = p.shard_bytes > 0 ? room / p.shard_bytes : INT64_MAX;
+  p.shards_in_flight = std::min<int64_t>({by_memory, max_shards_in_flight,
+                                          device.MaxShardsInFlight(),
+                                          std::max<int64_t>(1, plan.shard_count)});
+  return p;
+}
+
+absl::Status FitsNoDevice(const JobSpec& spec, const std::vector<PlannerDevice>& devices,
+                          const std::vector<DevicePlan>& plans, int64_t width) {
+  int64_t needed = INT64_MAX;
+  int64_t largest_budget = 0;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (!devices[d].lost.empty()) continue;
+    needed = std::min(needed, plans[d].resident_bytes + plans[d].shard_bytes);
+    largest_budget = std::max(largest_budget, devices[d].device->memory().budget());
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the job needs ", needed, " bytes on a device (terminal prices for ",
+                   spec.paths, " paths x ", spec.market.issuers(), " issuers plus one shard of ",
+                   width, " columns); the largest device budget is ", largest_budget, " bytes"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec,
+                                                    const std::vector<PlannerDevice>& devices,
+                                                    int64_t max_shards_in_flight, ShardPlan* plan) {
+  std::string lost;
+  for (const PlannerDevice& d : devices) {
+    if (!d.lost.empty()) absl::StrAppend(&lost, lost.empty() ? "" : "; ", d.lost);
+  }
+  if (std::all_of(devices.begin(), devices.end(),
+                  [](const PlannerDevice& d) { return !d.lost.empty(); })) {
+    return absl::UnavailableError(absl::StrCat("no device can take work: ", lost));
+  }
+  // Narrower shards need less memory; the narrowest is one column block.
+  if (plan->shard_count > 0) {
+    int64_t width = plan->shard_columns;
+    while (!FitsEveryDevice(spec, devices, width) && width > kColumnAlignment) {
+      width = std::max(kColumnAlignment, RoundDown(width / 2, kColumnAlignment));
+    }
+    *plan = WithShardColumns(*plan, width);
+  }
+  std::vector<DevicePlan> plans;
+  bool any_fits = false;
+  for (const PlannerDevice& d : devices) {
+    plans.push_back(PlanDevice(spec, d, *plan, max_shards_in_flight));
+    any_fits = any_fits || plans.back().shards_in_flight > 0;
+  }
+  if (!any_fits) {
+    return FitsNoDevice(spec, devices, plans, plan->shard_count > 0 ? plan->shard_columns : 0);
+  }
+  return plans;
 }
 
 }  // namespace pricer

@@ -1,8 +1,13 @@
-// How a job is cut into shards (one GEMM each) and reply chunks.
+// How a job is cut into shards (one GEMM each) and reply chunks, and how it
+// uses each device.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/model/job_spec.h"
 
 namespace pricer {
@@ -46,7 +51,45 @@ struct Shard {
 // Payload bytes of one chunk of `columns` scenario columns.
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t columns);
 
+// Issuers [begin, end) of one terminal-prices chunk.
+struct IssuerRange {
+  int64_t begin = 0, end = 0;
+};
+
+// The plan of `spec` with its preferred shard width (JobSpec::shard_columns,
+// else about kTargetShardBytes of SC per shard).
 ShardPlan PlanShards(const JobSpec& spec);
+// `plan` with shards `width` columns wide (a multiple of kColumnAlignment).
+ShardPlan WithShardColumns(ShardPlan plan, int64_t width);
 Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index);
+// The terminal-prices chunks of `spec` (none unless it asks for ST), and
+// chunk `index`'s issuers.
+int64_t PriceChunkCount(const ShardPlan& plan, const JobSpec& spec);
+IssuerRange PriceChunkAt(const ShardPlan& plan, const JobSpec& spec, int64_t index);
+
+// How a job uses one device.
+struct DevicePlan {
+  std::string device;
+  int64_t shards_in_flight = 0;  // 0: the job does not fit this device
+  int64_t resident_bytes = 0;    // ST and per-job state
+  int64_t shard_bytes = 0;       // per running shard
+};
+
+class Device;
+// A device as the planner sees it: lost (a DeviceLost failure, `lost` says
+// why) or usable.
+struct PlannerDevice {
+  const Device* device = nullptr;
+  absl::string_view lost;
+};
+
+// Narrows `plan`'s shards until one shard and the resident state fit every
+// usable device (down to one column block), then plans each device: how many
+// shards of the job it runs at once (its budget, `max_shards_in_flight` and
+// the device's own limit). RESOURCE_EXHAUSTED naming the bytes when the job
+// fits no device; UNAVAILABLE when every device is lost.
+absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec,
+                                                    const std::vector<PlannerDevice>& devices,
+                                                    int64_t max_shards_in_flight, ShardPlan* plan);
 
 }  // namespace pricer

@@ -87,8 +87,9 @@ class PricerServer {
   // SERVING for "" and pricer.v1.Pricer, or NOT_SERVING.
   void SetServing(bool serving);
 
-  std::unique_ptr<Engine> engine_;
+  // The store outlives the engine: a job's preparation reads stored sets.
   std::unique_ptr<ScenarioStore> store_;
+  std::unique_ptr<Engine> engine_;
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<PricerService> service_;
   std::unique_ptr<grpc::Server> server_;

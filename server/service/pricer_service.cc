@@ -84,27 +84,10 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
                  job_->spec().column_begin, job_->spec().column_end, plan.shard_count,
                  plan.shard_columns);
 
-    v1::JobAccepted* accepted = reply_.mutable_accepted();
-    accepted->set_job_id(job_->id());
-    accepted->mutable_plan()->set_shard_columns(plan.shard_columns);
-    accepted->mutable_plan()->set_shard_count(plan.shard_count);
-    accepted->mutable_plan()->set_chunk_columns(plan.chunk_columns);
-    for (const DevicePlan& d : job_->device_plans()) {
-      if (d.shards_in_flight > 0) accepted->mutable_plan()->add_devices(d.device);
-      v1::DevicePlan* out = accepted->mutable_plan()->add_device_plans();
-      out->set_device(d.device);
-      out->set_shards_in_flight(d.shards_in_flight);
-      out->set_resident_bytes(d.resident_bytes);
-      out->set_shard_bytes(d.shard_bytes);
-    }
-    accepted->set_issuers(job_->spec().market.issuers());
-    accepted->set_paths(job_->spec().paths);
-    accepted->set_column_begin(job_->spec().column_begin);
-    accepted->set_column_end(job_->spec().column_end);
-    writing_ = true;
-    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
+    // `accepted` goes first, once the job's inputs are ready (after its
+    // preparation): a request its preparation refuses gets no reply.
     job_->results().SetListener([this] { WriteNext(); });
-    StartWrite(&reply_);
+    WriteNext();
   }
 
   void OnWriteDone(bool ok) override {
@@ -160,41 +143,38 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     Finish(ToGrpcStatus(status));
   }
 
+  // Starts the next write, if none is in flight: `accepted`, the chunks,
+  // `finished`; or finishes the call when the stream is drained.
   void WriteNext() {
     std::unique_lock lock(mu_);
     if (writing_ || finished_) return;
-    if (std::optional<ResultChunk> chunk = job_->results().Pop()) {
+    absl::Status status;
+    if (!accepted_sent_ && job_->results().ready()) {
+      ToAcceptedReply(*job_, &reply_);
+      accepted_sent_ = true;
+    } else if (std::optional<ResultChunk> chunk;
+               accepted_sent_ && (chunk = job_->results().Pop()).has_value()) {
       ToReply(*chunk, job_->spec().output.statistics, &reply_);
       bytes_in_flight_ = chunk->payload_bytes();
-      reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
-      writing_ = true;
-      lock.unlock();
-      StartWrite(&reply_);
+    } else if (!job_->results().Drained(&status)) {
       return;
-    }
-    absl::Status status;
-    if (!job_->results().Drained(&status)) return;
-    if (status.ok() && !finished_sent_) {
+    } else if (status.ok() && !finished_sent_) {
       const JobSummary summary = job_->Summary();
-      v1::JobFinished* finished = reply_.mutable_finished();
-      finished->set_elapsed_seconds(summary.elapsed_seconds);
-      finished->set_flops(summary.flops);
-      finished->set_bytes(summary.bytes);
-      finished->set_gemm_seconds(summary.gemm_seconds);
-      finished->set_statistics_seconds(summary.statistics_seconds);
+      ToFinishedReply(summary, &reply_);
       finished_sent_ = true;
-      writing_ = true;
-      reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
       spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,
                    summary.flops / summary.elapsed_seconds / 1e9);
+    } else {
+      finished_ = true;
+      call_.code = static_cast<grpc::StatusCode>(status.code());
       lock.unlock();
-      StartWrite(&reply_);
+      Finish(ToGrpcStatus(status));
       return;
     }
-    finished_ = true;
-    call_.code = static_cast<grpc::StatusCode>(status.code());
+    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
+    writing_ = true;
     lock.unlock();
-    Finish(ToGrpcStatus(status));
+    StartWrite(&reply_);
   }
 
   void FinishOnce(const grpc::Status& status) {
@@ -217,6 +197,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   int64_t bytes_in_flight_ = 0;        // payload of the chunk being written
   int64_t reply_bytes_in_flight_ = 0;  // its serialized size
   bool writing_ = false;
+  bool accepted_sent_ = false;
   bool finished_sent_ = false;
   bool finished_ = false;
 };

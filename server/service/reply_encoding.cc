@@ -43,4 +43,34 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection,
   }
 }
 
+void ToAcceptedReply(const Job& job, v1::PriceReply* reply) {
+  const ShardPlan& plan = job.plan();
+  v1::JobAccepted* accepted = reply->mutable_accepted();
+  accepted->set_job_id(job.id());
+  accepted->mutable_plan()->set_shard_columns(plan.shard_columns);
+  accepted->mutable_plan()->set_shard_count(plan.shard_count);
+  accepted->mutable_plan()->set_chunk_columns(plan.chunk_columns);
+  for (const DevicePlan& d : job.device_plans()) {
+    if (d.shards_in_flight > 0) accepted->mutable_plan()->add_devices(d.device);
+    v1::DevicePlan* out = accepted->mutable_plan()->add_device_plans();
+    out->set_device(d.device);
+    out->set_shards_in_flight(d.shards_in_flight);
+    out->set_resident_bytes(d.resident_bytes);
+    out->set_shard_bytes(d.shard_bytes);
+  }
+  accepted->set_issuers(job.spec().market.issuers());
+  accepted->set_paths(job.spec().paths);
+  accepted->set_column_begin(job.spec().column_begin);
+  accepted->set_column_end(job.spec().column_end);
+}
+
+void ToFinishedReply(const JobSummary& summary, v1::PriceReply* reply) {
+  v1::JobFinished* finished = reply->mutable_finished();
+  finished->set_elapsed_seconds(summary.elapsed_seconds);
+  finished->set_flops(summary.flops);
+  finished->set_bytes(summary.bytes);
+  finished->set_gemm_seconds(summary.gemm_seconds);
+  finished->set_statistics_seconds(summary.statistics_seconds);
+}
+
 }  // namespace pricer

@@ -1,12 +1,15 @@
 #include "server/service/request_validation.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/model/correlation.h"
 
 namespace pricer {
@@ -38,30 +41,66 @@ absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low, int
   return Invalid(field, value, absl::StrCat("must be in [", low, ", ", high, "]"));
 }
 
-absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
+// What a request leaves for the job's first engine task (JobSpec::prepare):
+// the steps too heavy for a gRPC thread.
+struct Preparation {
+  std::optional<MarketDraw> draw;
+  std::vector<double> correlation;  // N x N, to factor
+  std::string scenario_set;         // a stored set to read
+
+  absl::Status Run(ScenarioStore& store, JobSpec& job) const {
+    Market& market = job.market;
+    if (draw.has_value()) {
+      const std::vector<double> spot = DrawSpots(*draw), volatility = DrawVolatilities(*draw);
+      std::copy(spot.begin(), spot.end(), market.spot.begin());
+      std::copy(volatility.begin(), volatility.end(), market.volatility.begin());
+    }
+    if (!correlation.empty()) {
+      ASSIGN_OR_RETURN(const std::vector<float> factor,
+                       CholeskyFactor(correlation, market.issuers()));
+      std::copy(factor.begin(), factor.end(), market.correlation_factor.begin());
+    }
+    if (!scenario_set.empty()) RETURN_IF_ERROR(ReadStoredSet(store, job.scenarios));
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadStoredSet(ScenarioStore& store, ScenarioMatrix& scenarios) const {
+    absl::StatusOr<ScenarioMatrix> set = store.Get(scenario_set);
+    if (absl::IsNotFound(set.status())) {
+      return absl::NotFoundError(absl::StrCat("scenarios.scenario_set '", scenario_set,
+                                              "' is no longer stored on this server: upload it "
+                                              "again with UploadScenarios"));
+    }
+    RETURN_IF_ERROR(set.status());
+    if (set->rows() != scenarios.rows() || set->columns() != scenarios.columns()) {
+      return absl::DataLossError(absl::StrCat("scenario set ", scenario_set, " changed shape"));
+    }
+    scenarios.SetValues(set->shared_values());
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request, Preparation* prep) {
   Market market;
   const v1::Market& m = request.market();
   switch (m.source_case()) {
     case v1::Market::kExplicit: {
       const v1::ExplicitMarket& e = m.explicit_();
-      if (absl::Status s = CheckRange("market.explicit.spot size", e.spot_size(), 1, kMaxIssuers);
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckRange("market.explicit.spot size", e.spot_size(), 1, kMaxIssuers));
       if (e.volatility_size() != e.spot_size()) {
         return Invalid("market.explicit.volatility size", e.volatility_size(),
                        absl::StrCat("must equal the spot size ", e.spot_size()));
       }
       for (int i = 0; i < e.spot_size(); ++i) {
         const std::string field = absl::StrCat("market.explicit.spot[", i, "]");
-        if (absl::Status s = CheckFinite(field, e.spot(i)); !s.ok()) return s;
+        RETURN_IF_ERROR(CheckFinite(field, e.spot(i)));
         if (!(e.spot(i) > 0) || e.spot(i) > kMaxSpot) {
           return Invalid(field, e.spot(i), absl::StrCat("must be in (0, ", kMaxSpot, "]"));
         }
       }
       for (int i = 0; i < e.volatility_size(); ++i) {
         const std::string field = absl::StrCat("market.explicit.volatility[", i, "]");
-        if (absl::Status s = CheckFinite(field, e.volatility(i)); !s.ok()) return s;
+        RETURN_IF_ERROR(CheckFinite(field, e.volatility(i)));
         if (e.volatility(i) < 0) return Invalid(field, e.volatility(i), "must be >= 0");
       }
       market.spot.assign(e.spot().begin(), e.spot().end());
@@ -70,15 +109,12 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
     }
     case v1::Market::kGenerated: {
       const v1::GeneratedMarket& g = m.generated();
-      if (absl::Status s = CheckRange("market.generated.issuers", g.issuers(), 1, kMaxIssuers);
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckRange("market.generated.issuers", g.issuers(), 1, kMaxIssuers));
       for (auto [field, value] : {std::pair{"market.generated.spot_min", g.spot_min()},
                                   {"market.generated.spot_max", g.spot_max()},
                                   {"market.generated.volatility_min", g.volatility_min()},
                                   {"market.generated.volatility_max", g.volatility_max()}}) {
-        if (absl::Status s = CheckFinite(field, value); !s.ok()) return s;
+        RETURN_IF_ERROR(CheckFinite(field, value));
       }
       if (!(g.spot_min() > 0))
         return Invalid("market.generated.spot_min", g.spot_min(), "must be > 0");
@@ -93,21 +129,22 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
         return Invalid("market.generated.volatility_max", g.volatility_max(),
                        absl::StrCat("must be >= volatility_min ", g.volatility_min()));
       }
-      const MarketDraw draw{g.issuers(),  g.seed(),           g.spot_min(),
-                            g.spot_max(), g.volatility_min(), g.volatility_max()};
-      market.spot = DrawSpots(draw);
-      market.volatility = DrawVolatilities(draw);
+      // Drawn by the job's preparation; the sizes are final now.
+      prep->draw = MarketDraw{g.issuers(),  g.seed(),           g.spot_min(),
+                              g.spot_max(), g.volatility_min(), g.volatility_max()};
+      market.spot.assign(static_cast<size_t>(g.issuers()), 0.0);
+      market.volatility.assign(static_cast<size_t>(g.issuers()), 0.0);
       break;
     }
     case v1::Market::SOURCE_NOT_SET:
       return absl::InvalidArgumentError(
           "market is not set: give market.explicit or market.generated");
   }
-  if (absl::Status s = CheckFinite("rate", request.rate()); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckFinite("rate", request.rate()));
   if (request.rate() < -1 || request.rate() > 1) {
     return Invalid("rate", request.rate(), "must be in [-1, 1]");
   }
-  if (absl::Status s = CheckFinite("maturity", request.maturity()); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckFinite("maturity", request.maturity()));
   if (!(request.maturity() > 0) || request.maturity() > 100) {
     return Invalid("maturity", request.maturity(), "must be in (0, 100] years");
   }
@@ -116,15 +153,16 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
                    absl::StrCat("|rate| * maturity must be <= ", kMaxRateTimesMaturity,
                                 " (maturity ", request.maturity(), ")"));
   }
-  // sigma * sqrt(T) bounds the largest shock, and so keeps ST finite in float32.
+  // sigma * sqrt(T) bounds the largest shock, and so keeps ST finite in
+  // float32; a generated market may draw up to volatility_max.
   const double root_t = std::sqrt(request.maturity());
-  for (size_t i = 0; i < market.volatility.size(); ++i) {
-    if (market.volatility[i] * root_t > kMaxVolatilityTimesRootMaturity) {
+  const int64_t checked = m.has_generated() ? 1 : market.issuers();
+  for (int64_t i = 0; i < checked; ++i) {
+    const double value = m.has_generated() ? m.generated().volatility_max() : market.volatility[i];
+    if (value * root_t > kMaxVolatilityTimesRootMaturity) {
       const std::string field = m.has_generated()
                                     ? "market.generated.volatility_max"
                                     : absl::StrCat("market.explicit.volatility[", i, "]");
-      const double value =
-          m.has_generated() ? m.generated().volatility_max() : market.volatility[i];
       return Invalid(
           field, value,
           absl::StrCat("volatility * sqrt(maturity) must be <= ", kMaxVolatilityTimesRootMaturity,
@@ -145,19 +183,20 @@ absl::StatusOr<Market> ToMarket(const v1::PriceRequest& request) {
       return Invalid("market.correlation size", m.correlation_size(),
                      absl::StrCat("must be issuers^2 = ", n * n));
     }
-    absl::StatusOr<std::vector<float>> factor =
-        CholeskyFactor(std::vector<double>(m.correlation().begin(), m.correlation().end()), n);
-    if (!factor.ok()) return factor.status();
-    market.correlation_factor = *std::move(factor);
+    // Factored by the job's preparation (a Cholesky of up to 4096 x 4096);
+    // its size marks the issuers correlated now.
+    prep->correlation.assign(m.correlation().begin(), m.correlation().end());
+    market.correlation_factor.assign(static_cast<size_t>(n * n), 0.0f);
   }
   return market;
 }
 
 absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64_t issuers,
-                                           ScenarioStore& store) {
+                                           const ScenarioStore& store, Preparation* prep) {
   switch (scenarios.source_case()) {
     case v1::Scenarios::kScenarioSet: {
-      absl::StatusOr<ScenarioMatrix> set = store.Get(scenarios.scenario_set());
+      // Its shape now; its values are read by the job's preparation.
+      absl::StatusOr<ScenarioStore::Shape> set = store.ShapeOf(scenarios.scenario_set());
       if (!set.ok()) {
         if (absl::IsNotFound(set.status())) {
           return absl::NotFoundError(absl::StrCat("scenarios.scenario_set '",
@@ -167,13 +206,14 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
         }
         return set.status();
       }
-      if (set->rows() != issuers) {
-        return Invalid("scenarios.scenario_set rows", set->rows(),
+      if (set->rows != issuers) {
+        return Invalid("scenarios.scenario_set rows", set->rows,
                        absl::StrCat("must equal the issuer count ", issuers, " (set ",
-                                    scenarios.scenario_set(), " is ", set->rows(), " x ",
-                                    set->columns(), ")"));
+                                    scenarios.scenario_set(), " is ", set->rows, " x ",
+                                    set->columns, ")"));
       }
-      return set;
+      prep->scenario_set = scenarios.scenario_set();
+      return ScenarioMatrix::Deferred(set->rows, set->columns);
     }
     case v1::Scenarios::kMatrix: {
       const v1::Matrix& m = scenarios.matrix();
@@ -181,11 +221,7 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
         return Invalid("scenarios.matrix.rows", m.rows(),
                        absl::StrCat("must equal the issuer count ", issuers));
       }
-      if (absl::Status s =
-              CheckRange("scenarios.matrix.columns", m.columns(), 1, kMaxScenarioColumns);
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckRange("scenarios.matrix.columns", m.columns(), 1, kMaxScenarioColumns));
       const int64_t expected = m.rows() * m.columns() * static_cast<int64_t>(sizeof(float));
       if (static_cast<int64_t>(m.values().size()) != expected) {
         return Invalid("scenarios.matrix.values size", m.values().size(),
@@ -194,24 +230,14 @@ absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64
       auto values =
           std::make_shared<std::vector<float>>(static_cast<size_t>(m.rows() * m.columns()));
       std::memcpy(values->data(), m.values().data(), m.values().size());
-      if (absl::Status s = CheckPositions("scenarios.matrix.values", *values, m.rows()); !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckPositions("scenarios.matrix.values", *values, m.rows()));
       return ScenarioMatrix::Inline(m.rows(), m.columns(), std::move(values));
     }
     case v1::Scenarios::kGenerated: {
       const v1::GeneratedScenarios& g = scenarios.generated();
-      if (absl::Status s =
-              CheckRange("scenarios.generated.columns", g.columns(), 1, kMaxScenarioColumns);
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckFinite("scenarios.generated.value_min", g.value_min()); !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckFinite("scenarios.generated.value_max", g.value_max()); !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(CheckRange("scenarios.generated.columns", g.columns(), 1, kMaxScenarioColumns));
+      RETURN_IF_ERROR(CheckFinite("scenarios.generated.value_min", g.value_min()));
+      RETURN_IF_ERROR(CheckFinite("scenarios.generated.value_max", g.value_max()));
       if (std::abs(g.value_min()) > kMaxPosition) {
         return Invalid("scenarios.generated.value_min", g.value_min(),
                        absl::StrCat("|value_min| must be <= ", kMaxPosition));
@@ -288,12 +314,11 @@ absl::Status CheckPositions(absl::string_view field, const std::vector<float>& v
 
 absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore& store) {
   JobSpec spec;
-  absl::StatusOr<Market> market = ToMarket(request);
-  if (!market.ok()) return market.status();
-  spec.market = *std::move(market);
+  Preparation prep;
+  ASSIGN_OR_RETURN(spec.market, ToMarket(request, &prep));
   const int64_t issuers = spec.market.issuers();
 
-  if (absl::Status s = CheckRange("paths", request.paths(), 1, kMaxPaths); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRange("paths", request.paths(), 1, kMaxPaths));
   if (request.paths() * issuers > kMaxPathIssuerProduct) {
     return Invalid("paths", request.paths(),
                    absl::StrCat("paths * issuers must be <= ", kMaxPathIssuerProduct, " (issuers ",
@@ -317,9 +342,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
                      "must be PRECISION_FP32 (0), PRECISION_TF32 (1) or PRECISION_BF16 (2)");
   }
 
-  absl::StatusOr<ScenarioMatrix> scenarios = ToScenarios(request.scenarios(), issuers, store);
-  if (!scenarios.ok()) return scenarios.status();
-  spec.scenarios = *std::move(scenarios);
+  ASSIGN_OR_RETURN(spec.scenarios, ToScenarios(request.scenarios(), issuers, store, &prep));
 
   const int64_t columns = spec.scenarios.columns();
   spec.column_begin = request.column_begin();
@@ -337,11 +360,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
   }
 
   const v1::OutputOptions& output = request.output();
-  if (absl::Status s =
-          CheckRange("output.chunk_columns", output.chunk_columns(), 0, kMaxChunkColumns);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckRange("output.chunk_columns", output.chunk_columns(), 0, kMaxChunkColumns));
   spec.output.full = output.full();
   spec.output.terminal_prices = output.terminal_prices();
   if (output.has_statistics() || (!output.full() && !output.terminal_prices())) {
@@ -353,8 +372,11 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
   }
   spec.output.chunk_columns = output.chunk_columns();
 
-  if (absl::Status s = CheckRange("priority", request.priority(), -100, 100); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckRange("priority", request.priority(), -100, 100));
   spec.priority = request.priority();
+  if (prep.draw.has_value() || !prep.correlation.empty() || !prep.scenario_set.empty()) {
+    spec.prepare = [prep = std::move(prep), &store](JobSpec& job) { return prep.Run(store, job); };
+  }
   return spec;
 }
 

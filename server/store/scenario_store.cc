@@ -11,6 +11,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace pricer {
 namespace {
@@ -92,24 +93,34 @@ absl::Status ScenarioStore::WriteFile(const std::string& id, int64_t rows, int64
   return absl::OkStatus();
 }
 
-absl::StatusOr<ScenarioStore::Entry> ScenarioStore::ReadFile(const std::string& id) const {
-  std::ifstream in(PathOf(id), std::ios::binary);
+absl::StatusOr<ScenarioStore::Shape> ScenarioStore::ReadHeader(const std::string& id,
+                                                               std::ifstream& in) const {
+  in.open(PathOf(id), std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("no scenario set ", id));
   char magic[sizeof(kMagic)];
-  Entry entry;
+  Shape shape;
   in.read(magic, sizeof(magic));
-  in.read(reinterpret_cast<char*>(&entry.rows), sizeof(entry.rows));
-  in.read(reinterpret_cast<char*>(&entry.columns), sizeof(entry.columns));
+  in.read(reinterpret_cast<char*>(&shape.rows), sizeof(shape.rows));
+  in.read(reinterpret_cast<char*>(&shape.columns), sizeof(shape.columns));
   // The shape must account for the file's size exactly before anything is
   // allocated: a damaged shape must not ask for terabytes.
   std::error_code error;
   const auto file_bytes = static_cast<int64_t>(std::filesystem::file_size(PathOf(id), error));
   const int64_t value_bytes = file_bytes - static_cast<int64_t>(in.tellg());
-  if (!in || error || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || entry.rows < 1 ||
-      entry.columns < 1 || entry.columns > value_bytes / 4 / entry.rows ||
-      entry.rows * entry.columns * 4 != value_bytes) {
+  if (!in || error || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || shape.rows < 1 ||
+      shape.columns < 1 || shape.columns > value_bytes / 4 / shape.rows ||
+      shape.rows * shape.columns * 4 != value_bytes) {
     return absl::DataLossError(absl::StrCat("the file of scenario set ", id, " is damaged"));
   }
+  return shape;
+}
+
+absl::StatusOr<ScenarioStore::Entry> ScenarioStore::ReadFile(const std::string& id) const {
+  std::ifstream in;
+  ASSIGN_OR_RETURN(const Shape shape, ReadHeader(id, in));
+  Entry entry;
+  entry.rows = shape.rows;
+  entry.columns = shape.columns;
   auto values =
       std::make_shared<std::vector<float>>(static_cast<size_t>(entry.rows * entry.columns));
   in.read(reinterpret_cast<char*>(values->data()),
@@ -150,7 +161,7 @@ absl::StatusOr<StoredSet> ScenarioStore::Put(int64_t rows, int64_t columns,
         max_bytes_, " bytes (--scenario-store-bytes), and no --scenario-dir is set"));
   }
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = sets_.find(stored.id);
     if (it != sets_.end()) {
       recency_.splice(recency_.begin(), recency_, it->second.recency);
@@ -163,11 +174,11 @@ absl::StatusOr<StoredSet> ScenarioStore::Put(int64_t rows, int64_t columns,
     // is replaced by this upload.
     if (::access(PathOf(stored.id).c_str(), F_OK) == 0 && ReadFile(stored.id).ok()) {
       stored.existed = true;
-    } else if (absl::Status s = WriteFile(stored.id, rows, columns, values); !s.ok()) {
-      return s;
+    } else {
+      RETURN_IF_ERROR(WriteFile(stored.id, rows, columns, values));
     }
   }
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (sets_.count(stored.id) == 0) {
     Remember(
         stored.id,
@@ -178,7 +189,7 @@ absl::StatusOr<StoredSet> ScenarioStore::Put(int64_t rows, int64_t columns,
 
 absl::StatusOr<ScenarioMatrix> ScenarioStore::Get(const std::string& id) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = sets_.find(id);
     if (it != sets_.end()) {
       recency_.splice(recency_.begin(), recency_, it->second.recency);
@@ -188,16 +199,28 @@ absl::StatusOr<ScenarioMatrix> ScenarioStore::Get(const std::string& id) {
   if (directory_.empty() || !IsId(id)) {
     return absl::NotFoundError(absl::StrCat("no scenario set ", id));
   }
-  absl::StatusOr<Entry> entry = ReadFile(id);
-  if (!entry.ok()) return entry.status();
-  const ScenarioMatrix matrix = ScenarioMatrix::Inline(entry->rows, entry->columns, entry->values);
-  std::lock_guard lock(mu_);
-  if (sets_.count(id) == 0) Remember(id, *std::move(entry));
+  ASSIGN_OR_RETURN(Entry entry, ReadFile(id));
+  const ScenarioMatrix matrix = ScenarioMatrix::Inline(entry.rows, entry.columns, entry.values);
+  absl::MutexLock lock(&mu_);
+  if (sets_.count(id) == 0) Remember(id, std::move(entry));
   return matrix;
 }
 
+absl::StatusOr<ScenarioStore::Shape> ScenarioStore::ShapeOf(const std::string& id) const {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sets_.find(id);
+    if (it != sets_.end()) return Shape{it->second.rows, it->second.columns};
+  }
+  if (directory_.empty() || !IsId(id)) {
+    return absl::NotFoundError(absl::StrCat("no scenario set ", id));
+  }
+  std::ifstream in;
+  return ReadHeader(id, in);
+}
+
 int64_t ScenarioStore::bytes_in_memory() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return bytes_;
 }
 

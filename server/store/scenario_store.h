@@ -7,13 +7,14 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
+#include <fstream>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/model/job_spec.h"
 
 namespace pricer {
@@ -42,6 +43,12 @@ class ScenarioStore {
   absl::StatusOr<StoredSet> Put(int64_t rows, int64_t columns, std::vector<float> values);
   // The set as a scenario matrix, from memory or disk; NOT_FOUND if unknown.
   absl::StatusOr<ScenarioMatrix> Get(const std::string& id);
+  // The shape of a set without reading its values (a file's header only);
+  // NOT_FOUND if unknown.
+  struct Shape {
+    int64_t rows = 0, columns = 0;
+  };
+  absl::StatusOr<Shape> ShapeOf(const std::string& id) const;
 
   int64_t max_bytes() const { return max_bytes_; }
   int64_t bytes_in_memory() const;
@@ -58,12 +65,14 @@ class ScenarioStore {
   absl::Status WriteFile(const std::string& id, int64_t rows, int64_t columns,
                          const std::vector<float>& values) const;
   absl::StatusOr<Entry> ReadFile(const std::string& id) const;
+  // Opens a set's file and reads its shape, checked against the file's size.
+  absl::StatusOr<Shape> ReadHeader(const std::string& id, std::ifstream& in) const;
   // Keeps `entry` in memory as the most recently used, evicting others.
   void Remember(const std::string& id, Entry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int64_t max_bytes_;
   const std::string directory_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::unordered_map<std::string, Entry> sets_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);  // most recent first
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;

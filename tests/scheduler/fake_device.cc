@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/backends/cpu/column_reducer.h"
 #include "server/scheduler/memory_account.h"
 
@@ -25,11 +26,8 @@ class FakeDeviceJob : public DeviceJob {
   absl::Status Start() {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
-    if (absl::Status s = AccountedArray<float>::Allocate(device_.memory(), paths * issuers,
-                                                         "fake terminal prices", &st_);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(
+        device_.memory(), device_.Allocations(spec_, shard_columns_).resident[0], &st_));
     for (int64_t i = 0; i < issuers; ++i) {
       for (int64_t p = 0; p < paths; ++p)
         st_.data()[i * paths + p] = FakeTerminalPrice(spec_.seed, p, i);
@@ -41,12 +39,8 @@ class FakeDeviceJob : public DeviceJob {
     const int64_t paths = spec_.paths;
     // The A and SC blocks of the plan's width, held while the shard runs.
     AccountedArray<float> buffers;
-    if (absl::Status s = AccountedArray<float>::Allocate(
-            device_.memory(), (spec_.market.issuers() + paths) * shard_columns_,
-            "fake shard buffers", &buffers);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(
+        device_.memory(), device_.Allocations(spec_, shard_columns_).per_shard[0], &buffers));
     FakeDeviceControl& control = device_.control();
     if (absl::Status fault = control.EnterShard(device_.name(), spec_, shard.index); !fault.ok()) {
       control.LeaveShard(device_.name());
@@ -194,12 +188,11 @@ FakeDevice::FakeDevice(std::string name, int64_t budget_bytes,
       control_(std::move(control)),
       max_shards_in_flight_(max_shards_in_flight) {}
 
-int64_t FakeDevice::ResidentBytes(const JobSpec& spec) const {
-  return static_cast<int64_t>(sizeof(float)) * spec.paths * spec.market.issuers();
-}
-
-int64_t FakeDevice::ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
-  return static_cast<int64_t>(sizeof(float)) * (spec.market.issuers() + spec.paths) * shard_columns;
+AllocationTable FakeDevice::Allocations(const JobSpec& spec, int64_t shard_columns) const {
+  return AllocationTable{
+      {BufferOf<float>("fake terminal prices", spec.paths * spec.market.issuers())},
+      {BufferOf<float>("fake shard buffers",
+                       (spec.market.issuers() + spec.paths) * shard_columns)}};
 }
 
 absl::StatusOr<std::unique_ptr<DeviceJob>> FakeDevice::StartJob(const JobSpec& spec,
@@ -212,7 +205,7 @@ absl::StatusOr<std::unique_ptr<DeviceJob>> FakeDevice::StartJob(const JobSpec& s
   }
   control_->RecordStart(name(), spec.seed, memory().in_use());
   auto job = std::make_unique<FakeDeviceJob>(spec, *this, shard_columns);
-  if (absl::Status s = job->Start(); !s.ok()) return s;
+  RETURN_IF_ERROR(job->Start());
   return job;
 }
 

@@ -115,11 +115,10 @@ class FakeDevice : public Device {
              int64_t max_shards_in_flight = 4);
 
   std::string kind() const override { return "fake"; }
-  // ST: 4 P N bytes.
-  int64_t ResidentBytes(const JobSpec& spec) const override;
+  // Resident, ST: 4 P N bytes; per shard, an A block and an SC block in one
+  // buffer, as the cpu device: 4 (N + P) w bytes.
+  AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
   int64_t MaxShardsInFlight() const override { return max_shards_in_flight_; }
-  // An A block and an SC block, as the cpu device: 4 (N + P) w bytes.
-  int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;
   absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
                                                       int64_t shard_columns) override;
 

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "server/backends/cpu/column_reducer.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
@@ -42,18 +44,17 @@ void WithTeam(CpuDevice& device, Body body) {
 class CpuDeviceJob : public DeviceJob {
  public:
   CpuDeviceJob(const JobSpec& spec, CpuDevice& device, int64_t shard_columns)
-      : spec_(spec), device_(device), memory_(device.memory()), shard_columns_(shard_columns) {}
+      : spec_(spec),
+        device_(device),
+        memory_(device.memory()),
+        buffers_(device.BuffersOf(spec, shard_columns)) {}
 
   // ST (P x N, column-major) from the shared counter-based shocks, correlated
   // through L when the job has a correlation matrix.
   absl::Status ComputeTerminalPrices() {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
-    if (absl::Status s = AccountedArray<float>::Allocate(memory_, paths * issuers,
-                                                         "terminal prices ST", &terminal_prices_);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.st, &terminal_prices_));
     const GbmConstants gbm = GbmConstantsOf(spec_.market);
     float* st = terminal_prices_.data();
     // Shocks of paths [first, first + rows) into a column-major block.
@@ -79,8 +80,7 @@ class CpuDeviceJob : public DeviceJob {
         // block (X = Z L^T), like the shard GEMMs, so rounding never depends
         // on the threads.
         AccountedArray<float> scratch;
-        status = AccountedArray<float>::Allocate(memory_, device_.threads() * kPathBlock * issuers,
-                                                 "correlated shock blocks", &scratch);
+        status = AccountedArray<float>::Allocate(memory_, buffers_.shock_blocks, &scratch);
         if (!status.ok()) return;
         const int64_t blocks = (paths + kPathBlock - 1) / kPathBlock;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
@@ -107,9 +107,7 @@ class CpuDeviceJob : public DeviceJob {
   }
 
   absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
-    absl::StatusOr<Buffers> taken = TakeBuffers();
-    if (!taken.ok()) return taken.status();
-    Buffers buffers = *std::move(taken);
+    ASSIGN_OR_RETURN(Buffers buffers, TakeBuffers());
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
     const int64_t width = shard.gemm_end - shard.gemm_begin;
@@ -185,7 +183,7 @@ class CpuDeviceJob : public DeviceJob {
 
   absl::StatusOr<Buffers> TakeBuffers() {
     {
-      std::lock_guard lock(idle_mu_);
+      absl::MutexLock lock(&idle_mu_);
       if (!idle_.empty()) {
         Buffers buffers = std::move(idle_.back());
         idle_.pop_back();
@@ -193,31 +191,23 @@ class CpuDeviceJob : public DeviceJob {
       }
     }
     Buffers buffers;
-    if (absl::Status s = AccountedArray<float>::Allocate(
-            memory_, spec_.market.issuers() * shard_columns_, "scenario block A", &buffers.a);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = AccountedArray<float>::Allocate(memory_, spec_.paths * shard_columns_,
-                                                         "result block SC", &buffers.sc);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.a_block, &buffers.a));
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.sc_block, &buffers.sc));
     return buffers;
   }
 
   void ReturnBuffers(Buffers buffers) {
-    std::lock_guard lock(idle_mu_);
+    absl::MutexLock lock(&idle_mu_);
     idle_.push_back(std::move(buffers));
   }
 
   const JobSpec& spec_;
   CpuDevice& device_;
   MemoryAccount& memory_;
-  const int64_t shard_columns_;
+  const CpuJobBuffers buffers_;
   AccountedArray<float> terminal_prices_;
-  std::mutex idle_mu_;
-  std::vector<Buffers> idle_;
+  absl::Mutex idle_mu_;
+  std::vector<Buffers> idle_ ABSL_GUARDED_BY(idle_mu_);
 };
 
 }  // namespace
@@ -227,20 +217,29 @@ CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
   UseSingleThreadedBlas();
 }
 
-int64_t CpuDevice::ResidentBytes(const JobSpec& spec) const {
+CpuJobBuffers CpuDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t issuers = spec.market.issuers();
-  const int64_t scratch = spec.market.correlated() ? threads_ * kPathBlock * issuers : 0;
-  return static_cast<int64_t>(sizeof(float)) * (spec.paths * issuers + scratch);
+  CpuJobBuffers b;
+  b.st = BufferOf<float>("terminal prices ST", spec.paths * issuers);
+  if (spec.market.correlated()) {
+    b.shock_blocks = BufferOf<float>("correlated shock blocks", threads_ * kPathBlock * issuers);
+  }
+  b.a_block = BufferOf<float>("scenario block A", issuers * shard_columns);
+  b.sc_block = BufferOf<float>("result block SC", spec.paths * shard_columns);
+  return b;
 }
 
-int64_t CpuDevice::ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
-  return static_cast<int64_t>(sizeof(float)) * (spec.market.issuers() + spec.paths) * shard_columns;
+AllocationTable CpuDevice::Allocations(const JobSpec& spec, int64_t shard_columns) const {
+  const CpuJobBuffers b = BuffersOf(spec, shard_columns);
+  AllocationTable table{{b.st}, {b.a_block, b.sc_block}};
+  if (spec.market.correlated()) table.resident.push_back(b.shock_blocks);
+  return table;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceJob>> CpuDevice::StartJob(const JobSpec& spec,
                                                                int64_t shard_columns) {
   auto job = std::make_unique<CpuDeviceJob>(spec, *this, shard_columns);
-  if (absl::Status s = job->ComputeTerminalPrices(); !s.ok()) return s;
+  RETURN_IF_ERROR(job->ComputeTerminalPrices());
   return job;
 }
 

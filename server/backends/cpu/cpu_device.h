@@ -17,6 +17,14 @@
 
 namespace pricer {
 
+// What a cpu job allocates (float32): resident, ST (P x N) and, for
+// correlated issuers, one block of shocks per thread while ST is built; per
+// shard, an A block (N x w) and an SC block (P x w).
+struct CpuJobBuffers {
+  Buffer st, shock_blocks;
+  Buffer a_block, sc_block;
+};
+
 class CpuDevice : public Device {
  public:
   // `budget_bytes` bounds the host memory this device's jobs hold (ST, the
@@ -26,15 +34,13 @@ class CpuDevice : public Device {
 
   std::string kind() const override { return "cpu"; }
   int threads() const { return threads_; }
-  // ST (P x N float32), and for correlated issuers one block of shocks per
-  // thread while ST is built.
-  int64_t ResidentBytes(const JobSpec& spec) const override;
+  // The buffers of a job, named, as its DeviceJob allocates them.
+  CpuJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;
+  AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
   // One shard per thread: more would only oversubscribe the cores (measured:
   // the seed example at 100,000 scenarios on 2 cores, stats mode, 2 in flight
   // 17.96 s against 18.79 s with 4).
   int64_t MaxShardsInFlight() const override { return threads_; }
-  // An A block (N x w) and an SC block (P x w), float32.
-  int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;
   absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
                                                       int64_t shard_columns) override;
 

@@ -12,7 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/backends/cuda/cuda_status.h"
+#include "server/scheduler/allocation_table.h"
 #include "server/scheduler/memory_account.h"
 
 namespace pricer {
@@ -34,6 +36,14 @@ struct CudaDeviceMemory {
 template <typename T>
 using DeviceArray = AccountedArray<T, CudaDeviceMemory>;
 
+// Allocates `buffer`, an entry of the job's AllocationTable, on the current
+// GPU (named `device`), counted in `account`.
+template <typename T>
+absl::Status AllocateOnDevice(MemoryAccount& account, const Buffer& buffer,
+                              const std::string& device, DeviceArray<T>* out) {
+  return DeviceArray<T>::Allocate(account, buffer, out, CudaDeviceMemory{device});
+}
+
 // Page-locked host memory, which asynchronous copies need; outside any
 // budget (host memory, bounded by the shard width).
 template <typename T>
@@ -43,12 +53,9 @@ class PinnedArray {
                                PinnedArray* out) {
     const int64_t bytes = std::max<int64_t>(size, 1) * static_cast<int64_t>(sizeof(T));
     void* data = nullptr;
-    if (absl::Status s =
-            CudaStatus(cudaHostAlloc(&data, static_cast<size_t>(bytes), cudaHostAllocDefault),
-                       "cudaHostAlloc", absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(
+        CudaStatus(cudaHostAlloc(&data, static_cast<size_t>(bytes), cudaHostAllocDefault),
+                   "cudaHostAlloc", absl::StrCat(device, " (", what, ", ", bytes, " bytes)")));
     out->data_.reset(static_cast<T*>(data));
     return absl::OkStatus();
   }

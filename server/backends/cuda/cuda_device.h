@@ -5,10 +5,14 @@
 //
 // Every CUDA and cuBLAS call is checked (server/backends/cuda/cuda_status.h): a failure
 // fails that shard or job with a status naming the call and the device.
+//
+// The device is here (cuda_device.cc), its jobs in cuda_job.cc and their
+// shard slots in cuda_shard_slot.cc, finding GPUs in cuda_discovery.cc.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -16,13 +20,48 @@
 
 namespace pricer {
 
+// What a cuda job allocates on its GPU, each buffer an entry of its
+// AllocationTable (CudaDevice::Allocations) and allocated from it. Host
+// staging buffers (pinned, bounded by the shard width) are not in it: the
+// budget is the GPU's memory.
+struct CudaJobBuffers {
+  // Rows of the statistics block before the order statistics: V0, mean,
+  // stddev, min, max (LaunchMoments writes the four after V0).
+  static constexpr int64_t kFixedStatisticRows = 5;
+
+  // Resident: ST (P x N float32), the spot in float64 (for V0), the order
+  // statistics' levels (one at least: the table's minimum) and the segment
+  // offsets of the sort.
+  Buffer st, spot_f64, order_levels, sort_offsets;
+  // Resident while ST is built (counted as resident): the GBM constants of
+  // each issuer, float32.
+  Buffer spot, drift, diffusion;
+  // The same, for correlated issuers only: the shocks Z (P x N), the factor
+  // L (N x N) and the workspace of the cuBLAS handle of the GEMM ST = Z L^T.
+  struct Correlation {
+    Buffer shocks, factor, cublas_workspace;
+  };
+  std::optional<Correlation> correlation;
+
+  // Per shard w wide: the workspace of its cuBLAS handle, the A block
+  // (N x w) and the SC block (P x w), float32.
+  Buffer cublas_workspace, a_block, sc_block;
+  // When statistics are asked for: their block, float64 (rows x w).
+  std::optional<Buffer> statistics;
+  // When order statistics are: the sort's two key buffers (P x 256 float32,
+  // a cub::DoubleBuffer) and its scratch.
+  struct Sort {
+    Buffer keys, keys_alternate, scratch;
+  };
+  std::optional<Sort> sort;
+};
+
 class CudaDevice : public Device {
  public:
   // Shards of one job in flight on a GPU: two, so that one shard's copies and
   // host-side work overlap the other's GEMMs, each on its own streams.
   static constexpr int64_t kShardSlots = 2;
-  // The cuBLAS workspace of each handle (NVIDIA's recommendation for Hopper),
-  // counted in the shard bytes.
+  // The cuBLAS workspace of each handle (NVIDIA's recommendation for Hopper).
   static constexpr int64_t kCublasWorkspaceBytes = 32 << 20;
 
   // Nothing touches GPU `ordinal` until a job starts, so a CudaDevice can be
@@ -32,15 +71,10 @@ class CudaDevice : public Device {
 
   std::string kind() const override { return "cuda"; }
   int ordinal() const { return ordinal_; }
-  // ST (P x N float32), the per-issuer constants and the order-statistic
-  // levels; for correlated issuers also L, the shocks Z and a cuBLAS
-  // workspace while ST is built.
-  int64_t ResidentBytes(const JobSpec& spec) const override;
+  // The buffers of a job, named, as its DeviceJob allocates them.
+  CudaJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;
+  AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
   int64_t MaxShardsInFlight() const override { return kShardSlots; }
-  // The A block (N x w) and SC block (P x w), the statistics (float64 per
-  // selected value per column), a cuBLAS workspace, and when order
-  // statistics are asked for two P x 256 sort buffers and the sort's scratch.
-  int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const override;
   absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
                                                       int64_t shard_columns) override;
 

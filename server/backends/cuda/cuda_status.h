@@ -29,20 +29,9 @@ absl::Status CublasStatus(cublasStatus_t status, absl::string_view call, absl::s
 
 }  // namespace pricer
 
-// Returns from the enclosing function (absl::Status or StatusOr) when `call`
-// fails, e.g. PRICER_CUDA_RETURN_IF_ERROR(name(), cudaStreamSynchronize(s)).
-#define PRICER_CUDA_RETURN_IF_ERROR(device, call)                                     \
-  do {                                                                                \
-    if (::absl::Status pricer_status = ::pricer::CudaStatus((call), #call, (device)); \
-        !pricer_status.ok()) {                                                        \
-      return pricer_status;                                                           \
-    }                                                                                 \
-  } while (false)
-
-#define PRICER_CUBLAS_RETURN_IF_ERROR(device, call)                                     \
-  do {                                                                                  \
-    if (::absl::Status pricer_status = ::pricer::CublasStatus((call), #call, (device)); \
-        !pricer_status.ok()) {                                                          \
-      return pricer_status;                                                             \
-    }                                                                                   \
-  } while (false)
+// The status of a CUDA runtime (or cuBLAS) call, naming the call: the CUDA
+// half of the project's one error idiom (common/status_macros.h), e.g.
+//
+//   RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
+#define PRICER_CUDA_STATUS(device, call) ::pricer::CudaStatus((call), #call, (device))
+#define PRICER_CUBLAS_STATUS(device, call) ::pricer::CublasStatus((call), #call, (device))

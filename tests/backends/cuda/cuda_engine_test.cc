@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "server/backends/cpu/cpu_device.h"
@@ -22,6 +24,7 @@
 namespace pricer {
 namespace {
 
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 constexpr int64_t kCudaBudget = int64_t{2} << 30;
@@ -128,6 +131,66 @@ JobSpec SeedExampleSpec(int64_t columns) {
   return spec;
 }
 
+// A table's buffers as (name, elements, element bytes).
+using Entry = std::tuple<std::string, int64_t, int64_t>;
+std::vector<Entry> Entries(const std::vector<Buffer>& buffers) {
+  std::vector<Entry> entries;
+  for (const Buffer& b : buffers) entries.emplace_back(b.name, b.elements, b.element_bytes);
+  return entries;
+}
+std::vector<Entry> Concat(std::initializer_list<std::vector<Entry>> parts) {
+  std::vector<Entry> all;
+  for (const std::vector<Entry>& part : parts) all.insert(all.end(), part.begin(), part.end());
+  return all;
+}
+
+// The one restatement of what a cuda job allocates (CudaJobBuffers), entry
+// by entry; the other sizing cases check sums in closed form, and
+// AJobAllocatesTheBuffersOfItsTableAndNoOthers (with a GPU) that the job
+// allocates just these.
+TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
+  const CudaDevice device("cuda0", 0, kCudaBudget);
+  const int64_t p = 10000, n = 500, w = 1024;
+  const int64_t workspace = 32 << 20;
+  const int64_t level_bytes = sizeof(cuda::OrderLevel);
+  auto held = [&](int64_t levels) {
+    return std::vector<Entry>{{"terminal prices ST", p * n, 4},
+                              {"spot (float64)", n, 8},
+                              {"order levels", levels, level_bytes},
+                              {"sort offsets", 257, 4}};
+  };
+  const std::vector<Entry> constants = {{"spot", n, 4}, {"drift", n, 4}, {"diffusion", n, 4}};
+  const std::vector<Entry> correlation = {{"independent shocks Z", p * n, 4},
+                                          {"correlation factor L", n * n, 4},
+                                          {"cuBLAS workspace (correlating ST)", workspace, 1}};
+  const std::vector<Entry> blocks = {{"cuBLAS workspace", workspace, 1},
+                                     {"scenario block A", n * w, 4},
+                                     {"result block SC", p * w, 4}};
+  const std::vector<Entry> sort = {{"sort keys", p * 256, 4},
+                                   {"sort keys (alternate)", p * 256, 4},
+                                   {"sort scratch", cuda::SortScratchBytes(p), 1}};
+
+  JobSpec spec = SeedExampleSpec(1000);  // nine order statistics
+  spec.market.correlation_factor = EqualCorrelationFactor(n, 0.3);
+  const AllocationTable all = device.Allocations(spec, w);
+  EXPECT_THAT(Entries(all.resident), ElementsAreArray(Concat({held(9), constants, correlation})));
+  EXPECT_THAT(Entries(all.per_shard),
+              ElementsAreArray(Concat({blocks, {{"statistics block", (5 + 9) * w, 8}}, sort})));
+
+  // Independent issuers, no statistics: none of the buffers they need (an
+  // empty buffer still takes one element: one order level).
+  spec.market.correlation_factor.clear();
+  spec.output.statistics = StatisticsSelection{};
+  const AllocationTable fewest = device.Allocations(spec, w);
+  EXPECT_THAT(Entries(fewest.resident), ElementsAreArray(Concat({held(0), constants})));
+  EXPECT_EQ(fewest.resident[2].bytes(), level_bytes);
+  EXPECT_THAT(Entries(fewest.per_shard), ElementsAreArray(blocks));
+  // Moments only: the statistics block of five rows, no sort.
+  spec.output.statistics = StatisticsSelection::Basic();
+  EXPECT_THAT(Entries(device.Allocations(spec, w).per_shard),
+              ElementsAreArray(Concat({blocks, {{"statistics block", 5 * w, 8}}})));
+}
+
 TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheWorkspace) {
   const CudaDevice device("cuda0", 0, kCudaBudget);
   JobSpec spec = SeedExampleSpec(1000);
@@ -135,7 +198,7 @@ TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheWorkspace) {
   spec.output.statistics = StatisticsSelection::Basic();
   const int64_t basic = 4 * (n + p) * w + CudaDevice::kCublasWorkspaceBytes + 8 * 5 * w;
   EXPECT_EQ(device.ShardBytes(spec, w), basic);
-  // Seven order statistics: their rows, two P x 256 sort buffers and the
+  // Nine order statistics: their rows, two P x 256 sort buffers and the
   // sort's scratch.
   spec.output.statistics = RiskSelection();
   EXPECT_EQ(device.ShardBytes(spec, w),
@@ -338,6 +401,42 @@ TEST(CudaEngineTest, ResultsDoNotDependOnShardWidthOrColumnRange) {
   const JobResult part = RunJob(*engine, spec);
   ASSERT_TRUE(part.status.ok()) << part.status;
   for (int64_t j = 700; j < 1900; ++j) ASSERT_EQ(part.ScColumn(j), wide.ScColumn(j)) << j;
+}
+
+// What a job holds on the device, read from its MemoryAccount, is its
+// table: every buffer it allocates is an entry, at the entry's size.
+TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
+  REQUIRE_GPU();
+  const int64_t issuers = 61, columns = 600, width = 512;
+  for (bool correlated : {false, true}) {
+    SCOPED_TRACE(correlated ? "correlated" : "independent");
+    // Inline scenarios, full output and order statistics: every entry.
+    JobSpec spec =
+        RiskSpec(ScenarioMatrix::Inline(issuers, columns, InlineValues(issuers, columns)));
+    if (correlated) spec.market.correlation_factor = EqualCorrelationFactor(issuers, 0.3);
+    CudaDevice device("cuda0", 0, kCudaBudget);
+    const AllocationTable table = device.Allocations(spec, width);
+    const CudaJobBuffers buffers = device.BuffersOf(spec, width);
+    ASSERT_EQ(buffers.correlation.has_value(), correlated);
+    ASSERT_TRUE(buffers.statistics.has_value() && buffers.sort.has_value());
+    // What stays once ST is built; the other resident entries go with it.
+    const int64_t held = buffers.st.bytes() + buffers.spot_f64.bytes() +
+                         buffers.order_levels.bytes() + buffers.sort_offsets.bytes();
+
+    absl::StatusOr<std::unique_ptr<DeviceJob>> job = device.StartJob(spec, width);
+    ASSERT_TRUE(job.ok()) << job.status();
+    // All the resident entries are live at once while ST is built.
+    EXPECT_EQ(device.memory().peak(), table.resident_bytes());
+    EXPECT_EQ(device.memory().in_use(), held);
+    ShardOutput out;
+    const absl::Status run = (*job)->RunShard(Shard{0, 0, width, 0, width}, &out);
+    ASSERT_TRUE(run.ok()) << run;
+    // The shard's slot, kept for the next shard: the per-shard entries.
+    EXPECT_EQ(device.memory().in_use(), held + table.shard_bytes());
+    EXPECT_EQ(device.memory().peak(), std::max(table.resident_bytes(), held + table.shard_bytes()));
+    job->reset();
+    EXPECT_EQ(device.memory().in_use(), 0);
+  }
 }
 
 TEST(CudaEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {

@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "common/status_macros.h"
 #include "server/backends/cuda/cuda_array.h"
+#include "server/backends/cuda/scoped_device.h"
 #include "server/scheduler/device.h"
 
 namespace pricer {
@@ -68,15 +70,61 @@ TEST(CudaStatusTest, AMissingDeviceOrABrokenContextIsDeviceLost) {
 }
 
 absl::Status FailingCall(cudaError_t error) {
-  PRICER_CUDA_RETURN_IF_ERROR("cuda2", error);
+  RETURN_IF_ERROR(PRICER_CUDA_STATUS("cuda2", error));
+  return absl::OkStatus();
+}
+absl::Status FailingCublasCall(cublasStatus_t status) {
+  RETURN_IF_ERROR(PRICER_CUBLAS_STATUS("cuda1", status));
   return absl::OkStatus();
 }
 
-TEST(CudaStatusTest, MacroReturnsOnlyOnFailure) {
+TEST(CudaStatusTest, MacroNamesTheCallAndReturnsOnlyOnFailure) {
   EXPECT_TRUE(FailingCall(cudaSuccess).ok());
   const absl::Status s = FailingCall(cudaErrorLaunchTimeout);
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(std::string(s.message()), HasSubstr("cuda2: error failed: "));
+  EXPECT_TRUE(FailingCublasCall(CUBLAS_STATUS_SUCCESS).ok());
+  const absl::Status cublas = FailingCublasCall(CUBLAS_STATUS_EXECUTION_FAILED);
+  EXPECT_EQ(cublas.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(cublas.message()), HasSubstr("cuda1: status failed: "));
+}
+
+// Without a GPU, the failure that makes the device lost; with one, the
+// previous device is current again at the end of each scope.
+TEST(ScopedDeviceTest, MakesTheDeviceCurrentForAScope) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    const ScopedDevice current(0, "cuda0");
+    EXPECT_EQ(current.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(std::string(current.status().message()), HasSubstr("cuda0: cudaSetDevice failed"));
+    EXPECT_TRUE(IsDeviceLost(current.status()));
+    return;
+  }
+  auto current_device = [] {
+    int device = -1;
+    EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
+    return device;
+  };
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  {
+    const ScopedDevice last(count - 1, "last");
+    ASSERT_TRUE(last.status().ok()) << last.status();
+    EXPECT_EQ(current_device(), count - 1);
+    {
+      const ScopedDevice first(0, "cuda0");
+      ASSERT_TRUE(first.status().ok()) << first.status();
+      EXPECT_EQ(current_device(), 0);
+    }
+    EXPECT_EQ(current_device(), count - 1);
+    // An ordinal past the last GPU fails and changes nothing.
+    const ScopedDevice missing(count, "missing");
+    EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(std::string(missing.status().message()),
+                HasSubstr("missing: cudaSetDevice failed"));
+    EXPECT_EQ(current_device(), count - 1);
+  }
+  EXPECT_EQ(current_device(), 0);
 }
 
 TEST(CudaArrayTest, AFullBudgetRefusesBeforeAskingCuda) {

@@ -1,0 +1,255 @@
+#include "server/backends/cuda/cuda_job.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "server/backends/cuda/cuda_array.h"
+#include "server/backends/cuda/cuda_handles.h"
+#include "server/backends/cuda/cuda_shard_run.h"
+#include "server/backends/cuda/cuda_shard_slot.h"
+#include "server/backends/cuda/cuda_status.h"
+#include "server/backends/cuda/kernels.h"
+#include "server/backends/cuda/scoped_device.h"
+#include "server/model/gbm.h"
+#include "server/model/statistics.h"
+
+namespace pricer {
+namespace {
+
+// `host` into `buffer`, an entry of the job's AllocationTable, on the
+// current GPU.
+template <typename T>
+absl::Status Upload(const std::string& device, MemoryAccount& account, const Buffer& buffer,
+                    const std::vector<T>& host, cudaStream_t stream, DeviceArray<T>* out) {
+  if (static_cast<int64_t>(host.size()) != buffer.elements) {
+    return absl::InternalError(absl::StrCat(device, ": ", buffer.name, " has ", host.size(),
+                                            " values, not ", buffer.elements));
+  }
+  RETURN_IF_ERROR(AllocateOnDevice(account, buffer, device, out));
+  if (host.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(
+      PRICER_CUDA_STATUS(device, cudaMemcpyAsync(out->data(), host.data(), host.size() * sizeof(T),
+                                                 cudaMemcpyHostToDevice, stream)));
+  // From pageable memory the call returns once `host` is staged, so it may go
+  // away after this returns; no synchronisation is needed here.
+  return absl::OkStatus();
+}
+
+// The order statistics of a selection, in the order of the statistics rows:
+// quantiles, then VaR, then ES levels.
+std::vector<cuda::OrderLevel> OrderLevels(const StatisticsSelection& selection, int64_t paths) {
+  std::vector<cuda::OrderLevel> levels;
+  auto add = [&](double level, int kind) {
+    const QuantileRank rank = QuantileRankOf(level, paths);
+    levels.push_back(cuda::OrderLevel{rank.low, rank.fraction, kind});
+  };
+  for (double q : selection.quantiles) add(q, cuda::kQuantile);
+  for (double a : selection.var) add(1.0 - a, cuda::kValueAtRisk);
+  for (double a : selection.es) add(1.0 - a, cuda::kExpectedShortfall);
+  return levels;
+}
+
+// A job's state on its GPU. Its calls expect that GPU to be current
+// (CudaDeviceJob makes it so), and RunShard may run on several threads at
+// once.
+class CudaJob {
+ public:
+  CudaJob(const JobSpec& spec, CudaDevice& device, int64_t shard_columns)
+      : spec_(spec),
+        name_(device.name()),
+        memory_(device.memory()),
+        shard_columns_(shard_columns),
+        buffers_(device.BuffersOf(spec, shard_columns)),
+        levels_host_(OrderLevels(spec.output.statistics, spec.paths)) {}
+
+  ~CudaJob() {
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
+  }
+
+  absl::Status Start() {
+    absl::MutexLock lock(&stream_mu_);
+    RETURN_IF_ERROR(MakeStream(name_, &stream_));
+    cudaStream_t stream = stream_.get();
+    // The float32 constants go when ST is built.
+    DeviceArray<float> spot, drift, diffusion;
+    const GbmConstants gbm = GbmConstantsOf(spec_.market);
+    RETURN_IF_ERROR(Upload(name_, memory_, buffers_.spot, gbm.spot, stream, &spot));
+    RETURN_IF_ERROR(Upload(name_, memory_, buffers_.drift, gbm.drift, stream, &drift));
+    RETURN_IF_ERROR(Upload(name_, memory_, buffers_.diffusion, gbm.diffusion, stream, &diffusion));
+    RETURN_IF_ERROR(UploadStatisticsConstants(stream));
+    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.st, name_, &st_));
+    RETURN_IF_ERROR(DrawShocksIntoSt(stream));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_, cuda::LaunchTerminalPrices(spec_.paths, spec_.market.issuers(), spot.data(),
+                                          drift.data(), diffusion.data(), st_.data(), stream)));
+    return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
+  }
+
+  absl::Status RunShard(const Shard& shard, ShardOutput* out) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardSlot> slot, TakeSlot());
+    const absl::Status status = RunShardOnSlot(Resident(), shard, *slot, out);
+    if (!status.ok()) {
+      // Work may still be queued on the slot's streams: wait for it, and
+      // drop the slot rather than reuse buffers in an unknown state.
+      cudaStreamSynchronize(slot->compute.get());
+      cudaStreamSynchronize(slot->copy.get());
+      (void)cudaGetLastError();  // `status` already says what failed
+      return status;
+    }
+    ReturnSlot(std::move(slot));
+    return absl::OkStatus();
+  }
+
+  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) {
+    const int64_t paths = spec_.paths;
+    absl::MutexLock lock(&stream_mu_);
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_,
+        cudaMemcpyAsync(out, st_.data() + issuer_begin * paths,
+                        static_cast<size_t>((issuer_end - issuer_begin) * paths) * sizeof(float),
+                        cudaMemcpyDeviceToHost, stream_.get())));
+    return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream_.get()));
+  }
+
+ private:
+  // V0's spot, the order levels and the sort's segment offsets.
+  absl::Status UploadStatisticsConstants(cudaStream_t stream) {
+    RETURN_IF_ERROR(
+        Upload(name_, memory_, buffers_.spot_f64, spec_.market.spot, stream, &spot_f64_));
+    RETURN_IF_ERROR(Upload(name_, memory_, buffers_.order_levels, levels_host_, stream, &levels_));
+    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.sort_offsets, name_, &offsets_));
+    return PRICER_CUDA_STATUS(name_,
+                              cuda::LaunchSegmentOffsets(spec_.paths, offsets_.data(), stream));
+  }
+
+  // The shocks of every path into ST, correlated through L when the job
+  // has a correlation matrix.
+  absl::Status DrawShocksIntoSt(cudaStream_t stream) {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    if (!buffers_.correlation) {
+      return PRICER_CUDA_STATUS(name_, cuda::LaunchShocks(spec_.seed, spec_.antithetic, paths,
+                                                          issuers, st_.data(), stream));
+    }
+    // x = L z for every path: ST = Z L^T, one GEMM.
+    const CudaJobBuffers::Correlation& buffers = *buffers_.correlation;
+    DeviceArray<float> z, factor;
+    DeviceArray<char> workspace;
+    Cublas cublas;  // destroyed before its workspace
+    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers.shocks, name_, &z));
+    RETURN_IF_ERROR(
+        Upload(name_, memory_, buffers.factor, spec_.market.correlation_factor, stream, &factor));
+    RETURN_IF_ERROR(
+        MakeCublas(name_, stream, memory_, buffers.cublas_workspace, &cublas, &workspace));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_, cuda::LaunchShocks(spec_.seed, spec_.antithetic, paths, issuers, z.data(), stream)));
+    const float one = 1.0f, zero = 0.0f;
+    const int p = static_cast<int>(paths), n = static_cast<int>(issuers);
+    RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
+        name_, cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, p, n, n, &one, z.data(), p,
+                           factor.data(), n, &zero, st_.data(), p)));
+    // Z, L and the handle go when this returns: the GEMM first.
+    return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
+  }
+
+  absl::StatusOr<std::unique_ptr<ShardSlot>> TakeSlot() {
+    {
+      absl::MutexLock lock(&idle_mu_);
+      if (!idle_.empty()) {
+        std::unique_ptr<ShardSlot> slot = std::move(idle_.back());
+        idle_.pop_back();
+        return slot;
+      }
+    }
+    return MakeShardSlot(spec_, buffers_, shard_columns_, name_, memory_);
+  }
+
+  void ReturnSlot(std::unique_ptr<ShardSlot> slot) {
+    absl::MutexLock lock(&idle_mu_);
+    idle_.push_back(std::move(slot));
+  }
+
+  // The job's resident state as its shards read it.
+  ResidentJob Resident() const {
+    return ResidentJob{spec_,
+                       name_,
+                       shard_columns_,
+                       st_.data(),
+                       spot_f64_.data(),
+                       levels_.data(),
+                       static_cast<int64_t>(levels_host_.size()),
+                       offsets_.data()};
+  }
+
+  const JobSpec& spec_;
+  const std::string name_;
+  MemoryAccount& memory_;
+  const int64_t shard_columns_;
+  const CudaJobBuffers buffers_;
+  const std::vector<cuda::OrderLevel> levels_host_;
+  // Declared before the arrays: destroyed after them, and the destructor
+  // synchronises it first.
+  absl::Mutex stream_mu_;
+  Stream stream_ ABSL_GUARDED_BY(stream_mu_);  // building ST, copying it out
+  // Written by Start only, before any shard runs.
+  DeviceArray<float> st_;
+  DeviceArray<double> spot_f64_;
+  DeviceArray<cuda::OrderLevel> levels_;
+  DeviceArray<int> offsets_;
+  absl::Mutex idle_mu_;
+  std::vector<std::unique_ptr<ShardSlot>> idle_ ABSL_GUARDED_BY(idle_mu_);
+};
+
+// The DeviceJob: makes the job's GPU current around each call into its
+// state, and while that is destroyed.
+class CudaDeviceJob : public DeviceJob {
+ public:
+  CudaDeviceJob(const JobSpec& spec, CudaDevice& device, int64_t shard_columns)
+      : device_(device), job_(std::make_unique<CudaJob>(spec, device, shard_columns)) {}
+
+  ~CudaDeviceJob() override {
+    ScopedDevice current(device_.ordinal(), device_.name());
+    job_.reset();
+    (void)cudaGetLastError();  // what failed here was reported when it happened
+  }
+
+  absl::Status Start() {
+    return OnDevice([&] { return job_->Start(); });
+  }
+  absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
+    return OnDevice([&] { return job_->RunShard(shard, out); });
+  }
+  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
+    return OnDevice([&] { return job_->CopyTerminalPrices(issuer_begin, issuer_end, out); });
+  }
+
+ private:
+  template <typename Call>
+  absl::Status OnDevice(Call call) {
+    ScopedDevice current(device_.ordinal(), device_.name());
+    RETURN_IF_ERROR(current.status());
+    return call();
+  }
+
+  CudaDevice& device_;
+  std::unique_ptr<CudaJob> job_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceJob>> StartCudaJob(const JobSpec& spec, CudaDevice& device,
+                                                        int64_t shard_columns) {
+  auto job = std::make_unique<CudaDeviceJob>(spec, device, shard_columns);
+  RETURN_IF_ERROR(job->Start());
+  return job;
+}
+
+}  // namespace pricer

@@ -1,0 +1,20 @@
+// The DeviceJob of the cuda backend (cuda_device.h): ST and the job's
+// constants on the GPU, and the shard slots its shards run on.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "server/backends/cuda/cuda_device.h"
+#include "server/model/job_spec.h"
+#include "server/scheduler/device.h"
+
+namespace pricer {
+
+// Builds the state of `spec` on `device` (CudaDevice::StartJob): ST is
+// ready when this returns. `spec` and `device` outlive the job.
+absl::StatusOr<std::unique_ptr<DeviceJob>> StartCudaJob(const JobSpec& spec, CudaDevice& device,
+                                                        int64_t shard_columns);
+
+}  // namespace pricer

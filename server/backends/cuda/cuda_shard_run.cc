@@ -1,0 +1,245 @@
+#include "server/backends/cuda/cuda_shard_run.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/status_macros.h"
+#include "server/backends/cuda/cuda_device.h"
+#include "server/backends/cuda/cuda_status.h"
+#include "server/model/statistics.h"
+
+namespace pricer {
+namespace {
+
+cublasComputeType_t ComputeType(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::kTensorFloat32:
+      return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case GemmPrecision::kBFloat16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case GemmPrecision::kFloat32:
+      break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
+// Where a shard's columns lie in its slot's A and SC blocks.
+struct ShardLayout {
+  explicit ShardLayout(const Shard& shard)
+      : first(shard.gemm_begin),
+        width(shard.gemm_end - shard.gemm_begin),
+        kept(shard.out_end - shard.out_begin),
+        skip(shard.out_begin - shard.gemm_begin),
+        blocks((width + kColumnAlignment - 1) / kColumnAlignment) {}
+
+  // The first column of 256-column block `b` in the shard, and its width.
+  int64_t BlockBegin(int64_t b) const { return b * kColumnAlignment; }
+  int64_t BlockCount(int64_t b) const { return std::min(kColumnAlignment, width - BlockBegin(b)); }
+
+  const int64_t first;   // the first column computed, in the job's matrix
+  const int64_t width;   // columns computed
+  const int64_t kept;    // columns kept
+  const int64_t skip;    // columns computed before the kept ones
+  const int64_t blocks;  // 256-column blocks of A
+};
+
+// One call of RunShardOnSlot, its steps in order.
+class ShardRun {
+ public:
+  ShardRun(const ResidentJob& job, const Shard& shard, ShardSlot& slot)
+      : job_(job), spec_(job.spec), name_(job.device), layout_(shard), slot_(slot) {}
+
+  absl::Status Run(ShardOutput* out) {
+    RETURN_IF_ERROR(StageScenarios());
+    RETURN_IF_ERROR(MultiplyBlocks());
+    RETURN_IF_ERROR(ReduceStatistics());
+    RETURN_IF_ERROR(WaitAndTime(out));
+    CopyOut(out);
+    return absl::OkStatus();
+  }
+
+ private:
+  // A: drawn on the GPU, or staged through pinned memory and copied block
+  // by block on the copy stream, each GEMM waiting for its block only.
+  absl::Status StageScenarios() {
+    const ScenarioMatrix& scenarios = spec_.scenarios;
+    const int64_t issuers = spec_.market.issuers();
+    if (scenarios.generated()) {
+      return PRICER_CUDA_STATUS(
+          name_, cuda::LaunchGenerateScenarios(scenarios.seed(), scenarios.value_min(),
+                                               scenarios.value_max(), issuers, layout_.first,
+                                               layout_.width, slot_.a.data(), slot_.compute.get()));
+    }
+    scenarios.CopyColumns(layout_.first, layout_.width, slot_.a_host.data());
+    for (int64_t b = 0; b < layout_.blocks; ++b) {
+      const int64_t offset = layout_.BlockBegin(b) * issuers;
+      RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+          name_,
+          cudaMemcpyAsync(slot_.a.data() + offset, slot_.a_host.data() + offset,
+                          static_cast<size_t>(layout_.BlockCount(b) * issuers) * sizeof(float),
+                          cudaMemcpyHostToDevice, slot_.copy.get())));
+      RETURN_IF_ERROR(
+          PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.a_ready[b].get(), slot_.copy.get())));
+    }
+    return absl::OkStatus();
+  }
+
+  // One GEMM of fixed shape per 256-column block of A (kColumnAlignment),
+  // so a column's value does not depend on the shard it falls in. The
+  // kept columns of each block go to the host while the next ones run.
+  absl::Status MultiplyBlocks() {
+    const int paths = static_cast<int>(spec_.paths);
+    const int issuers = static_cast<int>(spec_.market.issuers());
+    cudaStream_t compute = slot_.compute.get();
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.start.get(), compute)));
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t b = 0; b < layout_.blocks; ++b) {
+      const int64_t first = layout_.BlockBegin(b);
+      if (!spec_.scenarios.generated()) {
+        RETURN_IF_ERROR(
+            PRICER_CUDA_STATUS(name_, cudaStreamWaitEvent(compute, slot_.a_ready[b].get(), 0)));
+      }
+      RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
+          name_, cublasGemmEx(slot_.cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, paths,
+                              static_cast<int>(layout_.BlockCount(b)), issuers, &one, job_.st,
+                              CUDA_R_32F, paths, slot_.a.data() + first * issuers, CUDA_R_32F,
+                              issuers, &zero, slot_.sc.data() + first * paths, CUDA_R_32F, paths,
+                              ComputeType(spec_.precision), CUBLAS_GEMM_DEFAULT)));
+      if (spec_.output.full) RETURN_IF_ERROR(CopyKeptValues(b));
+    }
+    return PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.multiplied.get(), compute));
+  }
+
+  // The kept columns of block `b` of SC to the host, after its GEMM, on the
+  // copy stream.
+  absl::Status CopyKeptValues(int64_t b) {
+    const int64_t paths = spec_.paths;
+    cudaStream_t copy = slot_.copy.get();
+    RETURN_IF_ERROR(
+        PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.gemm_done[b].get(), slot_.compute.get())));
+    const int64_t begin = std::max(layout_.BlockBegin(b), layout_.skip);
+    const int64_t end =
+        std::min(layout_.BlockBegin(b) + layout_.BlockCount(b), layout_.skip + layout_.kept);
+    if (begin >= end) return absl::OkStatus();
+    RETURN_IF_ERROR(
+        PRICER_CUDA_STATUS(name_, cudaStreamWaitEvent(copy, slot_.gemm_done[b].get(), 0)));
+    return PRICER_CUDA_STATUS(
+        name_, cudaMemcpyAsync(slot_.values_host.data() + (begin - layout_.skip) * paths,
+                               slot_.sc.data() + begin * paths,
+                               static_cast<size_t>((end - begin) * paths) * sizeof(float),
+                               cudaMemcpyDeviceToHost, copy));
+  }
+
+  // The statistics of the kept columns next to the GEMMs: only they cross
+  // PCIe in stats mode.
+  absl::Status ReduceStatistics() {
+    const StatisticsSelection& selection = spec_.output.statistics;
+    cudaStream_t compute = slot_.compute.get();
+    if (selection.any()) {
+      const int64_t paths = spec_.paths;
+      const int64_t issuers = spec_.market.issuers();
+      const int64_t stride = job_.shard_columns;
+      double* statistics = slot_.statistics.data();
+      const float* kept_sc = slot_.sc.data() + layout_.skip * paths;
+      RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+          name_, cuda::LaunchPortfolioValues(slot_.a.data() + layout_.skip * issuers, issuers,
+                                             layout_.kept, job_.spot_f64, statistics, compute)));
+      if (selection.moments()) {
+        RETURN_IF_ERROR(
+            PRICER_CUDA_STATUS(name_, cuda::LaunchMoments(kept_sc, paths, layout_.kept,
+                                                          statistics + stride, stride, compute)));
+      }
+      RETURN_IF_ERROR(OrderStatistics(kept_sc, layout_.kept));
+      RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+          name_, cudaMemcpyAsync(slot_.statistics_host.data(), statistics,
+                                 static_cast<size_t>(StatisticRows() * stride) * sizeof(double),
+                                 cudaMemcpyDeviceToHost, compute)));
+    }
+    return PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.reduced.get(), compute));
+  }
+
+  // The order statistics' rows of `kept` columns of SC from `kept_sc`,
+  // sorted kSortColumns at a time.
+  absl::Status OrderStatistics(const float* kept_sc, int64_t kept) {
+    const int64_t paths = spec_.paths;
+    const int64_t stride = job_.shard_columns;
+    double* statistics = slot_.statistics.data();
+    for (int64_t first = 0; first < kept && job_.level_count > 0; first += cuda::kSortColumns) {
+      const int64_t count = std::min(cuda::kSortColumns, kept - first);
+      const float* sorted = nullptr;
+      RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+          name_, cuda::SortColumns(kept_sc + first * paths, paths, count, job_.sort_offsets,
+                                   slot_.sort_keys.data(), slot_.sort_keys_alternate.data(),
+                                   slot_.sort_scratch.data(), slot_.sort_scratch.size(), &sorted,
+                                   slot_.compute.get())));
+      RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+          name_, cuda::LaunchOrderStatistics(
+                     sorted, paths, count, job_.levels, static_cast<int>(job_.level_count),
+                     statistics + first, discount(),
+                     statistics + CudaJobBuffers::kFixedStatisticRows * stride + first, stride,
+                     slot_.compute.get())));
+    }
+    return absl::OkStatus();
+  }
+
+  // Waits for the slot's streams; the GEMMs' and the statistics' times.
+  absl::Status WaitAndTime(ShardOutput* out) {
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(slot_.compute.get())));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(slot_.copy.get())));
+    float gemm_ms = 0, statistics_ms = 0;
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_, cudaEventElapsedTime(&gemm_ms, slot_.start.get(), slot_.multiplied.get())));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_, cudaEventElapsedTime(&statistics_ms, slot_.multiplied.get(), slot_.reduced.get())));
+    out->gemm_seconds = gemm_ms / 1000.0;
+    out->statistics_seconds = statistics_ms / 1000.0;
+    return absl::OkStatus();
+  }
+
+  // The kept values and statistics from the slot's pinned buffers.
+  void CopyOut(ShardOutput* out) const {
+    const int64_t kept = layout_.kept;
+    const StatisticsSelection& selection = spec_.output.statistics;
+    if (spec_.output.full) {
+      out->values.assign(slot_.values_host.data(), slot_.values_host.data() + kept * spec_.paths);
+    }
+    if (!selection.any()) return;
+    out->statistics.Resize(selection, kept);
+    const double* rows = slot_.statistics_host.data();
+    auto row = [&](int64_t r) { return rows + r * job_.shard_columns; };
+    std::copy(row(0), row(0) + kept, out->statistics.v0.begin());
+    if (selection.mean) std::copy(row(1), row(1) + kept, out->statistics.mean.begin());
+    if (selection.stddev) std::copy(row(2), row(2) + kept, out->statistics.stddev.begin());
+    if (selection.min) std::copy(row(3), row(3) + kept, out->statistics.min.begin());
+    if (selection.max) std::copy(row(4), row(4) + kept, out->statistics.max.begin());
+    int64_t r = CudaJobBuffers::kFixedStatisticRows;
+    for (auto* levels : {&out->statistics.quantiles, &out->statistics.var, &out->statistics.es}) {
+      for (std::vector<double>& level : *levels) {
+        std::copy(row(r), row(r) + kept, level.begin());
+        ++r;
+      }
+    }
+  }
+
+  int64_t StatisticRows() const { return CudaJobBuffers::kFixedStatisticRows + job_.level_count; }
+  double discount() const { return std::exp(-spec_.market.rate * spec_.market.maturity); }
+
+  const ResidentJob& job_;
+  const JobSpec& spec_;
+  const std::string& name_;
+  const ShardLayout layout_;
+  ShardSlot& slot_;
+};
+
+}  // namespace
+
+absl::Status RunShardOnSlot(const ResidentJob& job, const Shard& shard, ShardSlot& slot,
+                            ShardOutput* out) {
+  return ShardRun(job, shard, slot).Run(out);
+}
+
+}  // namespace pricer

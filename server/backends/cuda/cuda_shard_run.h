@@ -1,0 +1,36 @@
+// One shard of a cuda job on one of its slots: A staged or drawn, a GEMM per
+// 256-column block, the statistics of the kept columns, then the results
+// copied out of the slot's pinned buffers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "server/backends/cuda/cuda_shard_slot.h"
+#include "server/backends/cuda/kernels.h"
+#include "server/model/job_spec.h"
+#include "server/scheduler/device.h"
+#include "server/scheduler/shard_planner.h"
+
+namespace pricer {
+
+// What a shard reads of its job: the spec and the job's resident buffers on
+// the GPU (cuda_job.cc), all of them built before any shard runs.
+struct ResidentJob {
+  const JobSpec& spec;
+  const std::string& device;  // its name, in errors
+  int64_t shard_columns;      // the widest shard: the stride of the statistics block
+  const float* st;            // P x N
+  const double* spot_f64;     // N
+  const cuda::OrderLevel* levels;
+  int64_t level_count;
+  const int* sort_offsets;  // kSortColumns + 1
+};
+
+// Runs `shard` of `job` on `slot`, on the current GPU, into `out`. On
+// failure work may still be queued on the slot's streams.
+absl::Status RunShardOnSlot(const ResidentJob& job, const Shard& shard, ShardSlot& slot,
+                            ShardOutput* out);
+
+}  // namespace pricer

@@ -1,0 +1,91 @@
+#include "server/backends/cuda/cuda_shard_slot.h"
+
+#include "common/status_macros.h"
+#include "server/backends/cuda/cuda_status.h"
+#include "server/scheduler/shard_planner.h"
+
+namespace pricer {
+namespace {
+
+absl::Status MakeStreamsAndCublas(const std::string& device, MemoryAccount& account,
+                                  const CudaJobBuffers& buffers, ShardSlot& slot) {
+  RETURN_IF_ERROR(MakeStream(device, &slot.compute));
+  RETURN_IF_ERROR(MakeStream(device, &slot.copy));
+  return MakeCublas(device, slot.compute.get(), account, buffers.cublas_workspace, &slot.cublas,
+                    &slot.workspace);
+}
+
+// The per-shard entries of `buffers`, on the GPU.
+absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& account,
+                                   const CudaJobBuffers& buffers, ShardSlot& slot) {
+  auto allocate = [&](const Buffer& buffer, auto& array) {
+    return AllocateOnDevice(account, buffer, device, &array);
+  };
+  RETURN_IF_ERROR(allocate(buffers.a_block, slot.a));
+  RETURN_IF_ERROR(allocate(buffers.sc_block, slot.sc));
+  if (buffers.statistics) {
+    RETURN_IF_ERROR(allocate(*buffers.statistics, slot.statistics));
+    // Rows of statistics not asked for are copied back too: keep them
+    // defined. On the slot's compute stream, which is non-blocking: the
+    // default stream's cudaMemset would not be ordered before its kernels.
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        device, cudaMemsetAsync(slot.statistics.data(), 0,
+                                static_cast<size_t>(slot.statistics.size()) * sizeof(double),
+                                slot.compute.get())));
+  }
+  if (const auto& sort = buffers.sort) {
+    RETURN_IF_ERROR(allocate(sort->keys, slot.sort_keys));
+    RETURN_IF_ERROR(allocate(sort->keys_alternate, slot.sort_keys_alternate));
+    RETURN_IF_ERROR(allocate(sort->scratch, slot.sort_scratch));
+  }
+  return absl::OkStatus();
+}
+
+// Host staging, as large as the device buffers it mirrors.
+absl::Status AllocatePinnedBuffers(const JobSpec& spec, const std::string& device,
+                                   const CudaJobBuffers& buffers, ShardSlot& slot) {
+  if (buffers.statistics) {
+    RETURN_IF_ERROR(PinnedArray<double>::Allocate(
+        buffers.statistics->elements, "pinned statistics block", device, &slot.statistics_host));
+  }
+  if (!spec.scenarios.generated()) {
+    RETURN_IF_ERROR(PinnedArray<float>::Allocate(buffers.a_block.elements, "pinned scenario block",
+                                                 device, &slot.a_host));
+  }
+  if (spec.output.full) {
+    RETURN_IF_ERROR(PinnedArray<float>::Allocate(buffers.sc_block.elements, "pinned result block",
+                                                 device, &slot.values_host));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MakeEvents(const std::string& device, int64_t shard_columns, ShardSlot& slot) {
+  const int64_t blocks = (shard_columns + kColumnAlignment - 1) / kColumnAlignment;
+  slot.a_ready.resize(blocks);
+  slot.gemm_done.resize(blocks);
+  for (int64_t b = 0; b < blocks; ++b) {
+    RETURN_IF_ERROR(MakeEvent(device, false, &slot.a_ready[b]));
+    RETURN_IF_ERROR(MakeEvent(device, false, &slot.gemm_done[b]));
+  }
+  for (Event* e : {&slot.start, &slot.multiplied, &slot.reduced}) {
+    RETURN_IF_ERROR(MakeEvent(device, true, e));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const JobSpec& spec,
+                                                         const CudaJobBuffers& buffers,
+                                                         int64_t shard_columns,
+                                                         const std::string& device,
+                                                         MemoryAccount& account) {
+  auto slot = std::make_unique<ShardSlot>();
+  RETURN_IF_ERROR(MakeStreamsAndCublas(device, account, buffers, *slot));
+  RETURN_IF_ERROR(AllocateDeviceBuffers(device, account, buffers, *slot));
+  RETURN_IF_ERROR(AllocatePinnedBuffers(spec, device, buffers, *slot));
+  RETURN_IF_ERROR(MakeEvents(device, shard_columns, *slot));
+  return slot;
+}
+
+}  // namespace pricer

@@ -1,0 +1,45 @@
+// What one shard of a cuda job in flight uses: its streams, cuBLAS handle,
+// device buffers (CudaJobBuffers' per-shard entries), pinned staging buffers
+// and events. A job keeps its slots for its next shards (the engine commits
+// ShardBytes for each shard it runs here at once).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/backends/cuda/cuda_array.h"
+#include "server/backends/cuda/cuda_device.h"
+#include "server/backends/cuda/cuda_handles.h"
+#include "server/model/job_spec.h"
+#include "server/scheduler/memory_account.h"
+
+namespace pricer {
+
+struct ShardSlot {
+  Stream compute, copy;
+  DeviceArray<char> workspace;
+  Cublas cublas;  // destroyed before its workspace
+  DeviceArray<float> a, sc;
+  DeviceArray<double> statistics;  // rows x shard_columns, zeroed
+  DeviceArray<float> sort_keys, sort_keys_alternate;
+  DeviceArray<char> sort_scratch;
+  PinnedArray<float> a_host;       // inline scenario columns, staged for H2D
+  PinnedArray<float> values_host;  // full output, staged from D2H
+  PinnedArray<double> statistics_host;
+  std::vector<Event> a_ready, gemm_done;  // per 256-column block
+  Event start, multiplied, reduced;       // timing
+};
+
+// A slot for the shards (`shard_columns` wide at most) of `spec` on the
+// current device `device`, its device buffers from `buffers` counted in
+// `account`.
+absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const JobSpec& spec,
+                                                         const CudaJobBuffers& buffers,
+                                                         int64_t shard_columns,
+                                                         const std::string& device,
+                                                         MemoryAccount& account);
+
+}  // namespace pricer
