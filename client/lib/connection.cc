@@ -15,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 
@@ -43,13 +45,12 @@ absl::StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& pa
 // A PEM file for `flag`: read here, so that a wrong path is an error that
 // names it rather than a failed TLS handshake.
 absl::Status ReadPem(const char* flag, const std::string& path, std::string* pem) {
-  absl::StatusOr<std::string> text = ReadFlagFile(flag, path);
-  if (!text.ok()) return text.status();
-  if (text->find("-----BEGIN ") == std::string::npos) {
+  ASSIGN_OR_RETURN(std::string text, ReadFlagFile(flag, path));
+  if (text.find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": ", path, " is not a PEM file (no -----BEGIN line)"));
   }
-  *pem = *std::move(text);
+  *pem = std::move(text);
   return absl::OkStatus();
 }
 
@@ -72,16 +73,17 @@ absl::Status CheckToken(const std::string& token) {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const std::string& target,
                                                              const ConnectionOptions& options) {
-  if (absl::Status s = CheckToken(options.token); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckToken(options.token));
+  const v1::ChannelSettings& settings = v1::ChannelSettings::default_instance();
   grpc::ChannelArguments arguments;
-  arguments.SetLoadBalancingPolicyName("round_robin");
+  arguments.SetLoadBalancingPolicyName(settings.load_balancing_policy());
   // A server whose host or link goes away sends no RST: without pings a call
   // to it would wait for TCP's own timeout (many minutes) before the part is
   // retried elsewhere. A ping every 10 s, answered within 5 s, finds it out;
   // pricerd accepts pings that often (pricer_server.cc).
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, settings.keepalive_time_ms());
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, settings.keepalive_timeout_ms());
+  arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, settings.max_pings_without_data());
   if (!options.tls()) {
     return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments);
   }
@@ -95,7 +97,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const std::string& 
         std::tuple("--tls-cert", &options.tls_cert_file, &ssl.pem_cert_chain),
         std::tuple("--tls-key", &options.tls_key_file, &ssl.pem_private_key)}) {
     if (path->empty()) continue;
-    if (absl::Status s = ReadPem(flag, *path, pem); !s.ok()) return s;
+    RETURN_IF_ERROR(ReadPem(flag, *path, pem));
   }
   if (!options.tls_server_name.empty()) {
     arguments.SetSslTargetNameOverride(options.tls_server_name);
@@ -108,9 +110,8 @@ void AddToken(const std::string& token, grpc::ClientContext& context) {
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFlagFile("--token-file", path);
-  if (!text.ok()) return text.status();
-  const absl::string_view token = absl::StripAsciiWhitespace(*text);
+  ASSIGN_OR_RETURN(const std::string text, ReadFlagFile("--token-file", path));
+  const absl::string_view token = absl::StripAsciiWhitespace(text);
   if (token.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--token-file: ", path, " is empty"));
   }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace pricer {
 namespace {
@@ -46,6 +47,48 @@ absl::StatusOr<std::string> DictValue(absl::string_view dict, absl::string_view 
   absl::string_view rest = absl::StripLeadingAsciiWhitespace(dict.substr(at + quoted.size()));
   const size_t end = rest.front() == '(' ? rest.find(')') + 1 : rest.find_first_of(",}");
   return std::string(rest.substr(0, end));
+}
+
+// The header dict of the .npy file `in` reads, after its magic and length.
+absl::StatusOr<std::string> ReadHeaderDict(std::ifstream& in, const std::string& path) {
+  char prefix[10];
+  if (!in.read(prefix, 10) || std::memcmp(prefix, kMagic, 6) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a .npy file"));
+  }
+  const int major = static_cast<unsigned char>(prefix[6]);
+  size_t header_size = static_cast<unsigned char>(prefix[8]) |
+                       (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
+  if (major >= 2) {  // versions 2 and 3 have a 4-byte header length
+    char more[2];
+    if (!in.read(more, 2)) return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
+    header_size |= (static_cast<size_t>(static_cast<unsigned char>(more[0])) << 16) |
+                   (static_cast<size_t>(static_cast<unsigned char>(more[1])) << 24);
+  }
+  std::string dict(header_size, '\0');
+  if (!in.read(dict.data(), static_cast<std::streamsize>(header_size))) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
+  }
+  return dict;
+}
+
+// Fills m.values, column-major float32, from `raw`: the rows x columns
+// elements as the file holds them (float32 or float64, C or Fortran order).
+void ConvertValues(const std::vector<char>& raw, bool f32, bool fortran, NpyMatrix& m) {
+  m.values.resize(static_cast<size_t>(m.rows * m.columns));
+  for (int64_t i = 0; i < m.rows; ++i) {
+    for (int64_t j = 0; j < m.columns; ++j) {
+      const size_t from = static_cast<size_t>(fortran ? j * m.rows + i : i * m.columns + j);
+      float value;
+      if (f32) {
+        std::memcpy(&value, raw.data() + from * 4, 4);
+      } else {
+        double wide;
+        std::memcpy(&wide, raw.data() + from * 8, 8);
+        value = static_cast<float>(wide);
+      }
+      m.values[static_cast<size_t>(j * m.rows + i)] = value;
+    }
+  }
 }
 
 }  // namespace
@@ -125,66 +168,30 @@ absl::Status NpyColumnWriter::Close() {
 absl::StatusOr<NpyMatrix> ReadNpyMatrix(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  char prefix[10];
-  if (!in.read(prefix, 10) || std::memcmp(prefix, kMagic, 6) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a .npy file"));
-  }
-  const int major = static_cast<unsigned char>(prefix[6]);
-  size_t header_size = static_cast<unsigned char>(prefix[8]) |
-                       (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
-  if (major >= 2) {  // versions 2 and 3 have a 4-byte header length
-    char more[2];
-    if (!in.read(more, 2)) return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
-    header_size |= (static_cast<size_t>(static_cast<unsigned char>(more[0])) << 16) |
-                   (static_cast<size_t>(static_cast<unsigned char>(more[1])) << 24);
-  }
-  std::string dict(header_size, '\0');
-  if (!in.read(dict.data(), static_cast<std::streamsize>(header_size))) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
-  }
-  absl::StatusOr<std::string> descr = DictValue(dict, "descr");
-  absl::StatusOr<std::string> order = DictValue(dict, "fortran_order");
-  absl::StatusOr<std::string> shape = DictValue(dict, "shape");
-  for (const auto* field : {&descr, &order, &shape}) {
-    if (!field->ok()) return field->status();
-  }
-  const bool f32 = *descr == "'<f4'";
-  const bool f64 = *descr == "'<f8'";
+  ASSIGN_OR_RETURN(const std::string dict, ReadHeaderDict(in, path));
+  ASSIGN_OR_RETURN(const std::string descr, DictValue(dict, "descr"));
+  ASSIGN_OR_RETURN(const std::string order, DictValue(dict, "fortran_order"));
+  ASSIGN_OR_RETURN(const std::string shape, DictValue(dict, "shape"));
+  const bool f32 = descr == "'<f4'";
+  const bool f64 = descr == "'<f8'";
   if (!f32 && !f64) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": dtype ", *descr, " is not float32 or float64 ('<f4' or '<f8')"));
+        absl::StrCat(path, ": dtype ", descr, " is not float32 or float64 ('<f4' or '<f8')"));
   }
   std::vector<std::string> dims = absl::StrSplit(
-      absl::StripSuffix(absl::StripPrefix(*shape, "("), ")"), ',', absl::SkipWhitespace());
+      absl::StripSuffix(absl::StripPrefix(shape, "("), ")"), ',', absl::SkipWhitespace());
   NpyMatrix m;
   if (dims.size() != 2 || !absl::SimpleAtoi(dims[0], &m.rows) ||
       !absl::SimpleAtoi(dims[1], &m.columns) || m.rows < 1 || m.columns < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": shape ", *shape, " is not a 2-D matrix (issuers x scenarios)"));
+        absl::StrCat(path, ": shape ", shape, " is not a 2-D matrix (issuers x scenarios)"));
   }
-  const bool fortran = *order == "True";
-  const size_t count = static_cast<size_t>(m.rows * m.columns);
-  const size_t element = f32 ? 4 : 8;
-  std::vector<char> raw(count * element);
+  std::vector<char> raw(static_cast<size_t>(m.rows * m.columns) * (f32 ? 4 : 8));
   if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size()))) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": the data is shorter than ", raw.size(), " bytes for shape ", *shape));
+        absl::StrCat(path, ": the data is shorter than ", raw.size(), " bytes for shape ", shape));
   }
-  m.values.resize(count);
-  for (int64_t i = 0; i < m.rows; ++i) {
-    for (int64_t j = 0; j < m.columns; ++j) {
-      const size_t from = static_cast<size_t>(fortran ? j * m.rows + i : i * m.columns + j);
-      float value;
-      if (f32) {
-        std::memcpy(&value, raw.data() + from * 4, 4);
-      } else {
-        double wide;
-        std::memcpy(&wide, raw.data() + from * 8, 8);
-        value = static_cast<float>(wide);
-      }
-      m.values[static_cast<size_t>(j * m.rows + i)] = value;
-    }
-  }
+  ConvertValues(raw, f32, order == "True", m);
   return m;
 }
 

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 
 namespace pricer {
 namespace {
@@ -32,11 +32,32 @@ grpc::Status Contradiction(const std::string& what) {
 }  // namespace
 
 void PriceResults::ExpectColumns(int64_t column_begin, int64_t column_end) {
+  absl::MutexLock lock(&mu_);
   expected_.emplace(column_begin, column_end);
 }
 
+void PriceResults::ReopenFiles() {
+  absl::MutexLock lock(&mu_);
+  reopen_ = true;
+}
+
+v1::JobAccepted PriceResults::accepted() const {
+  absl::MutexLock lock(&mu_);
+  return accepted_;
+}
+
+int64_t PriceResults::columns_received() const {
+  absl::MutexLock lock(&mu_);
+  return columns_received_;
+}
+
+int64_t PriceResults::columns() const {
+  absl::MutexLock lock(&mu_);
+  return ColumnsLocked();
+}
+
 grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   switch (reply.kind_case()) {
     case v1::PriceReply::kAccepted:
       return OnAccepted(reply.accepted());
@@ -44,30 +65,30 @@ grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
       return OnChunk(reply.chunk(), false);
     case v1::PriceReply::kPrices:
       return OnPrices(reply.prices());
-    case v1::PriceReply::kFinished: {
-      // Parts add up: work and bytes sum, the wall time is the longest part's.
-      const v1::JobFinished& part = reply.finished();
-      if (!finished_.has_value()) {
-        finished_ = part;
-      } else {
-        finished_->set_elapsed_seconds(
-            std::max(finished_->elapsed_seconds(), part.elapsed_seconds()));
-        finished_->set_flops(finished_->flops() + part.flops());
-        finished_->set_bytes(finished_->bytes() + part.bytes());
-        finished_->set_gemm_seconds(finished_->gemm_seconds() + part.gemm_seconds());
-        finished_->set_statistics_seconds(finished_->statistics_seconds() +
-                                          part.statistics_seconds());
-      }
+    case v1::PriceReply::kFinished:
+      OnFinished(reply.finished());
       return grpc::Status::OK;
-    }
     case v1::PriceReply::KIND_NOT_SET:
       break;
   }
   return Contradiction("a reply of an unknown kind");
 }
 
+// Parts add up: work and bytes sum, the wall time is the longest part's.
+void PriceResults::OnFinished(const v1::JobFinished& part) {
+  if (!finished_.has_value()) {
+    finished_ = part;
+    return;
+  }
+  finished_->set_elapsed_seconds(std::max(finished_->elapsed_seconds(), part.elapsed_seconds()));
+  finished_->set_flops(finished_->flops() + part.flops());
+  finished_->set_bytes(finished_->bytes() + part.bytes());
+  finished_->set_gemm_seconds(finished_->gemm_seconds() + part.gemm_seconds());
+  finished_->set_statistics_seconds(finished_->statistics_seconds() + part.statistics_seconds());
+}
+
 grpc::Status PriceResults::Restore(const v1::PriceReply& reply) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (reply.has_accepted()) return OnAccepted(reply.accepted());
   if (reply.has_chunk()) return OnChunk(reply.chunk(), true);
   if (reply.has_prices()) return grpc::Status::OK;  // nothing but values
@@ -90,7 +111,7 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
     accepted_.set_column_begin(expected_->first);
     accepted_.set_column_end(expected_->second);
   }
-  const int64_t n = columns();
+  const int64_t n = ColumnsLocked();
   const auto open = reopen_ ? NpyColumnWriter::OpenExisting : NpyColumnWriter::Create;
   if (!files_.full_npy.empty()) {
     absl::StatusOr<NpyColumnWriter> writer = open(files_.full_npy, accepted.paths(), n);
@@ -112,7 +133,8 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
 grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, bool restored) {
   const int64_t begin = chunk.column_begin() - accepted_.column_begin();
   const int64_t count = chunk.column_end() - chunk.column_begin();
-  if (begin < 0 || count <= 0 || begin + count > columns() || chunk.rows() != accepted_.paths()) {
+  if (begin < 0 || count <= 0 || begin + count > ColumnsLocked() ||
+      chunk.rows() != accepted_.paths()) {
     return Contradiction(absl::StrCat("a chunk of columns [", chunk.column_begin(), ", ",
                                       chunk.column_end(), ") outside the accepted range"));
   }
@@ -157,10 +179,9 @@ grpc::Status PriceResults::OnPrices(const v1::TerminalPricesChunk& chunk) {
 }
 
 absl::Status PriceResults::Finish() {
+  absl::MutexLock lock(&mu_);
   for (std::optional<NpyColumnWriter>* writer : {&full_, &prices_}) {
-    if (writer->has_value()) {
-      if (absl::Status s = (*writer)->Close(); !s.ok()) return s;
-    }
+    if (writer->has_value()) RETURN_IF_ERROR((*writer)->Close());
   }
   if (files_.stats_csv.empty()) return absl::OkStatus();
   if (!has_statistics_) {
@@ -170,7 +191,7 @@ absl::Status PriceResults::Finish() {
   out << "column,v0";
   for (const StatisticItem& item : items_) out << "," << item.name;
   out << "\n";
-  for (int64_t k = 0; k < columns(); ++k) {
+  for (int64_t k = 0; k < ColumnsLocked(); ++k) {
     out << accepted_.column_begin() + k << "," << Shortest(v0_[k]);
     for (const std::vector<double>& values : values_) out << "," << Shortest(values[k]);
     out << "\n";
@@ -181,8 +202,9 @@ absl::Status PriceResults::Finish() {
 }
 
 std::string PriceResults::Summary(double wall_seconds) const {
+  absl::MutexLock lock(&mu_);
   std::string text;
-  const int64_t n = columns();
+  const int64_t n = ColumnsLocked();
   if (has_statistics_ && n > 0) {
     absl::StrAppend(&text, "statistics over ", accepted_.paths(),
                     " paths (mean, stddev, min, max, quantiles: of SC[:, j], the value of "
@@ -192,7 +214,7 @@ std::string PriceResults::Summary(double wall_seconds) const {
       absl::StrAppend(&text, absl::StrFormat(" %14s", item.name));
     }
     absl::StrAppend(&text, "\n");
-    auto row = [&](const std::string& label, auto value) {
+    auto row = [&](const std::string& label, auto value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       absl::StrAppend(&text, absl::StrFormat("  %10s %14.4f", label, value(v0_)));
       for (const std::vector<double>& values : values_) {
         absl::StrAppend(&text, absl::StrFormat(" %14.4f", value(values)));

@@ -1,18 +1,21 @@
 // What `pricer price` does with the replies of one call: writes the full SC
 // matrix and the terminal prices to .npy as chunks arrive (memory stays
 // bounded), keeps the per-column statistics for the CSV and the summary.
+// Thread-safe: the parts of a split request hand their replies in
+// concurrently.
 #pragma once
 
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "client/lib/npy.h"
 #include "client/lib/statistics_list.h"
 #include "pricer/v1/pricer.pb.h"
@@ -34,55 +37,59 @@ class PriceResults {
   // The whole column range of the request, which the files and arrays then
   // cover: the first `accepted` may be of a part only (a split request, a
   // retried or resumed one). Call before the first reply.
-  void ExpectColumns(int64_t column_begin, int64_t column_end);
+  void ExpectColumns(int64_t column_begin, int64_t column_end) ABSL_LOCKS_EXCLUDED(mu_);
   // The .npy files exist from an interrupted run of the same request: open
   // them in place, checking their shape, instead of creating them. Call
   // before the first reply.
-  void ReopenFiles() { reopen_ = true; }
+  void ReopenFiles() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Takes one reply, from any of the calls (thread-safe); a non-OK status (a
   // file that cannot be written, a reply that contradicts the plan) should
   // cancel the call.
-  grpc::Status OnReply(const v1::PriceReply& reply);
+  grpc::Status OnReply(const v1::PriceReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes a reply recorded by an interrupted run (progress_journal.h): its
   // values are in the files already; its statistics and columns count.
-  grpc::Status Restore(const v1::PriceReply& reply);
+  grpc::Status Restore(const v1::PriceReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes the .npy files and writes the statistics CSV.
-  absl::Status Finish();
+  absl::Status Finish() ABSL_LOCKS_EXCLUDED(mu_);
 
-  const v1::JobAccepted& accepted() const { return accepted_; }
-  const std::optional<v1::JobFinished>& finished() const { return finished_; }
-  int64_t columns_received() const { return columns_received_; }
-  int64_t columns() const { return accepted_.column_end() - accepted_.column_begin(); }
-  // V0 and each item's values over the priced columns, in column order
-  // (NaN where no chunk brought them).
-  const std::vector<double>& v0() const { return v0_; }
-  const std::vector<double>& values(size_t item) const { return values_[item]; }
+  // The `accepted` of the whole column range.
+  v1::JobAccepted accepted() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t columns_received() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t columns() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // A few lines: the statistics of the first columns, their spread across
   // all columns, and the time and GFLOP/s of the job.
-  std::string Summary(double wall_seconds) const;
+  std::string Summary(double wall_seconds) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  grpc::Status OnAccepted(const v1::JobAccepted& accepted);
+  int64_t ColumnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return accepted_.column_end() - accepted_.column_begin();
+  }
+  grpc::Status OnAccepted(const v1::JobAccepted& accepted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `restored`: a chunk of Restore, whose values are in the file.
-  grpc::Status OnChunk(const v1::ResultChunk& chunk, bool restored);
-  grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk);
+  grpc::Status OnChunk(const v1::ResultChunk& chunk, bool restored)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnFinished(const v1::JobFinished& part) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ResultFiles files_;
-  std::mutex mu_;
-  std::optional<std::pair<int64_t, int64_t>> expected_;  // the whole range of a split
-  bool reopen_ = false;
-  bool started_ = false;
-  v1::JobAccepted accepted_;  // of the whole range
-  std::optional<v1::JobFinished> finished_;
-  std::optional<NpyColumnWriter> full_;
-  std::optional<NpyColumnWriter> prices_;
   const std::vector<StatisticItem> items_;
-  std::vector<double> v0_;
-  std::vector<std::vector<double>> values_;  // [item][column]
-  bool has_statistics_ = false;
-  int64_t columns_received_ = 0;
+  mutable absl::Mutex mu_;
+  // The whole range of a split request.
+  std::optional<std::pair<int64_t, int64_t>> expected_ ABSL_GUARDED_BY(mu_);
+  bool reopen_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  v1::JobAccepted accepted_ ABSL_GUARDED_BY(mu_);  // of the whole range
+  std::optional<v1::JobFinished> finished_ ABSL_GUARDED_BY(mu_);
+  std::optional<NpyColumnWriter> full_ ABSL_GUARDED_BY(mu_);
+  std::optional<NpyColumnWriter> prices_ ABSL_GUARDED_BY(mu_);
+  // V0 and each item's values over the priced columns, in column order
+  // (NaN where no chunk brought them).
+  std::vector<double> v0_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<double>> values_ ABSL_GUARDED_BY(mu_);  // [item][column]
+  bool has_statistics_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t columns_received_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pricer

@@ -14,31 +14,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/lib/retry_policy.h"
+#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 
 namespace {
-
-constexpr std::chrono::milliseconds kFirstBackoff(200);
-
-// Whether a call that ended with `status`, not stopped by us, may succeed
-// when asked again. A server killed or cut off ends the call with
-// UNAVAILABLE, or with INTERNAL or UNKNOWN when the stream is reset midway;
-// INTERNAL is also a shard that failed on every device of that server,
-// which another server may price. A refused request (INVALID_ARGUMENT,
-// NOT_FOUND, RESOURCE_EXHAUSTED, ...) would be refused again.
-bool Retryable(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::INTERNAL:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::CANCELLED:  // by the server or a proxy: we cancel only our own errors
-      return true;
-    default:
-      return false;
-  }
-}
 
 grpc::Status Contradiction(const std::string& what) {
   return grpc::Status(grpc::StatusCode::INTERNAL, "the server sent " + what);
@@ -112,29 +93,32 @@ class PricerClient::PartRun {
 };
 
 grpc::Status PricerClient::PartRun::Run() {
+  const v1::RetryPolicy& policy = v1::RetryPolicy::default_instance();
+  const std::chrono::milliseconds first_backoff(policy.first_backoff_ms());
   int retries = 0;
-  std::chrono::milliseconds backoff = kFirstBackoff;
+  std::chrono::milliseconds backoff = first_backoff;
   for (;;) {
     const int64_t before = columns_.count() + prices_.count();
     bool ours = false;
     const grpc::Status status = CallForMissing(&ours);
-    if (status.ok() || ours || !Retryable(status)) return status;
+    if (status.ok() || ours || !Retryable(status.error_code())) return status;
     if (Complete()) return grpc::Status::OK;  // it broke after the last column
     // A call that brought something new restarts the count, so a long job
     // survives several outages, while one that cannot progress stops.
     if (columns_.count() + prices_.count() > before) {
       retries = 0;
-      backoff = kFirstBackoff;
+      backoff = first_backoff;
     }
-    if (retries == PricerClient::kMaxRetries) return status;
+    if (retries == policy.max_retries_without_progress()) return status;
     ++retries;
     const int code = static_cast<int>(status.error_code());
     std::cerr << absl::StrFormat(
         "pricer: %s broke with %d %s: %s; retry %d of %d in %.1f s\n", Describe(), code,
         absl::StatusCodeToString(static_cast<absl::StatusCode>(code)), status.error_message(),
-        retries, PricerClient::kMaxRetries, std::chrono::duration<double>(backoff).count());
+        retries, policy.max_retries_without_progress(),
+        std::chrono::duration<double>(backoff).count());
     std::this_thread::sleep_for(backoff);
-    backoff *= 2;
+    backoff *= policy.backoff_multiplier();
   }
 }
 
@@ -282,23 +266,25 @@ grpc::Status PricerClient::Price(const v1::PriceRequest& request, const OnReply&
 
 void PricerClient::ConnectToEveryServer(int parts) {
   using Clock = std::chrono::steady_clock;
-  constexpr auto kQuiet = std::chrono::milliseconds(50);
-  constexpr auto kMaxWait = std::chrono::seconds(2);
+  using std::chrono::milliseconds;
+  const v1::SplitWarmUp& warm_up = v1::SplitWarmUp::default_instance();
   // Without a connection there is no channel: the parts will fail at once.
-  channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  channel_->WaitForConnected(std::chrono::system_clock::now() +
+                             milliseconds(warm_up.connect_timeout_ms()));
   std::set<std::string> servers;
   const Clock::time_point start = Clock::now();
   Clock::time_point last_new = start;
-  for (int quiet = 0; Clock::now() - start < kMaxWait; ++quiet) {
+  for (int quiet = 0; Clock::now() - start < milliseconds(warm_up.max_wait_ms()); ++quiet) {
     v1::ListDevicesReply reply;
     if (!ListDevices(&reply).ok()) return;
     if (servers.insert(reply.server_id()).second) {
       quiet = 0;
       last_new = Clock::now();
     }
-    if (quiet < std::max<int>(parts, 2 * static_cast<int>(servers.size()))) continue;
-    if (Clock::now() - last_new >= kQuiet) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int servers_seen = static_cast<int>(servers.size());
+    if (quiet < std::max(parts, warm_up.quiet_calls_per_server() * servers_seen)) continue;
+    if (Clock::now() - last_new >= milliseconds(warm_up.quiet_ms())) return;
+    std::this_thread::sleep_for(milliseconds(warm_up.poll_interval_ms()));
   }
 }
 

@@ -25,14 +25,12 @@ struct ReceivedResults {
   ColumnRanges prices;   // the issuers of ST received
 };
 
+// A call that breaks with UNAVAILABLE or ABORTED is asked again for the
+// columns that have not arrived, up to 3 times in a row without progress,
+// after 0.2 s, 0.4 s, 0.8 s (client_protocol.proto's RetryPolicy, shared with
+// the Python client); round robin sends it to a server that is still up.
 class PricerClient {
  public:
-  // A call that breaks (UNAVAILABLE, INTERNAL, UNKNOWN, ABORTED, or
-  // CANCELLED by someone else) is asked again for the columns that have not
-  // arrived, up to this many times in a row without progress, after 0.2 s,
-  // 0.4 s, 0.8 s. Round robin sends it to a server that is still up.
-  static constexpr int kMaxRetries = 3;
-
   using OnReply = std::function<grpc::Status(const v1::PriceReply&)>;
 
   // `target` is a gRPC target such as "localhost:50051", or several servers:
@@ -43,11 +41,11 @@ class PricerClient {
   explicit PricerClient(const std::string& target, const ConnectionOptions& options = {});
 
   // Sends one request and hands each reply to `on_reply` as it arrives,
-  // retrying the missing columns of a broken call (kMaxRetries): `on_reply`
-  // then sees the `accepted` of each retry (a sub-range) but never a column
-  // or an issuer of the terminal prices twice. A non-OK status returned by
-  // `on_reply` cancels the call and is returned; otherwise the last call's
-  // status is (OK once every column has arrived).
+  // retrying the missing columns of a broken call: `on_reply` then sees the
+  // `accepted` of each retry (a sub-range) but never a column or an issuer of
+  // the terminal prices twice. A non-OK status returned by `on_reply` cancels
+  // the call and is returned; otherwise the last call's status is (OK once
+  // every column has arrived).
   grpc::Status Price(const v1::PriceRequest& request, const OnReply& on_reply);
   // The same request cut into `parts` contiguous column ranges of
   // [column_begin, column_end), priced concurrently (over several servers
@@ -72,8 +70,9 @@ class PricerClient {
   // Round robin picks among the servers it is connected to, and connections
   // come up one by one: before the parts of a split start, ListDevices until
   // no new server (ListDevicesReply.server_id) has answered for `parts` calls
-  // (at least twice the servers seen) and 50 ms, at most 2 s, so that the
-  // parts do not all go to whichever server connected first.
+  // (at least twice the servers seen) and 50 ms, at most 2 s
+  // (client_protocol.proto's SplitWarmUp), so that the parts do not all go to
+  // whichever server connected first.
   void ConnectToEveryServer(int parts);
 
   class PartRun;  // one column range of a Price call and its retries

@@ -8,18 +8,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/lib/npy.h"
+#include "common/status_macros.h"
+#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 
 PriceOptions SeedPreset() {
+  const v1::SeedPreset& preset = v1::SeedPreset::default_instance();
   PriceOptions seed;
   seed.preset = "seed";
-  seed.issuers = 500;
-  seed.paths = 10'000;
-  seed.seed = 42;
-  seed.rate = 0.02;
-  seed.maturity = 1.0;
-  seed.scenarios = 1'000'000;
+  seed.issuers = preset.issuers();
+  seed.paths = preset.paths();
+  seed.seed = preset.seed();
+  seed.rate = preset.rate();
+  seed.maturity = preset.maturity();
+  seed.scenarios = preset.scenarios();
   return seed;
 }
 
@@ -80,8 +83,11 @@ absl::StatusOr<std::vector<double>> ReadCorrelationCsv(const std::string& path) 
   return values;
 }
 
-absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
-  PriceOptions o;  // the preset, then the flags over it
+namespace {
+
+// The preset `flags` name (none: nothing), then the flags over it.
+absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
+  PriceOptions o;
   if (flags.preset.has_value()) {
     if (*flags.preset != "seed") {
       return absl::InvalidArgumentError(
@@ -104,54 +110,65 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   over(o.column_begin, flags.column_begin);
   over(o.column_end, flags.column_end);
   over(o.chunk_columns, flags.chunk_columns);
+  // What no preset sets.
+  o.correlation_file = flags.correlation_file;
+  o.antithetic = flags.antithetic;
+  o.precision = flags.precision;
+  o.full = flags.full;
+  o.terminal_prices = flags.terminal_prices;
+  o.statistics = flags.statistics;
   // A file named on the command line replaces the preset's generated data.
   if (flags.market_file.has_value() && !flags.issuers.has_value()) o.issuers.reset();
   if ((flags.scenarios_file.has_value() || flags.scenario_set.has_value()) &&
       !flags.scenarios.has_value()) {
     o.scenarios.reset();
   }
+  return o;
+}
 
-  v1::PriceRequest request;
+// The market: a CSV file, or issuers drawn as in the original example; and
+// the correlation of their shocks.
+absl::Status SetMarket(const PriceOptions& o, v1::PriceRequest& request) {
   if (o.market_file.has_value() && o.issuers.has_value()) {
     return absl::InvalidArgumentError("give either --market-file or --issuers, not both");
   }
   if (o.market_file.has_value()) {
-    absl::StatusOr<v1::ExplicitMarket> market = ReadMarketCsv(*o.market_file);
-    if (!market.ok()) return market.status();
-    *request.mutable_market()->mutable_explicit_() = *std::move(market);
+    ASSIGN_OR_RETURN(*request.mutable_market()->mutable_explicit_(), ReadMarketCsv(*o.market_file));
   } else if (o.issuers.has_value()) {
-    // The original example's draws.
+    const v1::SeedPreset& draws = v1::SeedPreset::default_instance();
     v1::GeneratedMarket* market = request.mutable_market()->mutable_generated();
     market->set_issuers(*o.issuers);
     market->set_seed(o.seed.value_or(0));
-    market->set_spot_min(5.0);
-    market->set_spot_max(10.0);
-    market->set_volatility_min(0.0);
-    market->set_volatility_max(1.0);
+    market->set_spot_min(draws.spot_min());
+    market->set_spot_max(draws.spot_max());
+    market->set_volatility_min(draws.volatility_min());
+    market->set_volatility_max(draws.volatility_max());
   } else {
     return absl::InvalidArgumentError("no market: give --market-file, --issuers or --preset seed");
   }
-
-  if (flags.correlation_file.has_value()) {
-    absl::StatusOr<std::vector<double>> correlation = ReadCorrelationCsv(*flags.correlation_file);
-    if (!correlation.ok()) return correlation.status();
-    request.mutable_market()->mutable_correlation()->Assign(correlation->begin(),
-                                                            correlation->end());
+  if (o.correlation_file.has_value()) {
+    ASSIGN_OR_RETURN(const std::vector<double> correlation,
+                     ReadCorrelationCsv(*o.correlation_file));
+    request.mutable_market()->mutable_correlation()->Assign(correlation.begin(), correlation.end());
   }
-  request.set_antithetic(flags.antithetic);
-  if (flags.precision.has_value()) {
+  return absl::OkStatus();
+}
+
+// The paths and how they are drawn and computed.
+absl::Status SetModel(const PriceOptions& o, v1::PriceRequest& request) {
+  request.set_antithetic(o.antithetic);
+  if (o.precision.has_value()) {
     v1::Precision precision = v1::PRECISION_FP32;
-    if (*flags.precision == "tf32") {
+    if (*o.precision == "tf32") {
       precision = v1::PRECISION_TF32;
-    } else if (*flags.precision == "bf16") {
+    } else if (*o.precision == "bf16") {
       precision = v1::PRECISION_BF16;
-    } else if (*flags.precision != "fp32") {
+    } else if (*o.precision != "fp32") {
       return absl::InvalidArgumentError(
-          absl::StrCat("--precision '", *flags.precision, "' is not one of fp32, tf32, bf16"));
+          absl::StrCat("--precision '", *o.precision, "' is not one of fp32, tf32, bf16"));
     }
     request.set_precision(precision);
   }
-
   if (!o.paths.has_value()) {
     return absl::InvalidArgumentError("no path count: give --paths or --preset seed");
   }
@@ -159,7 +176,12 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   request.set_seed(o.seed.value_or(0));
   request.set_rate(o.rate.value_or(0.0));
   request.set_maturity(o.maturity.value_or(1.0));
+  return absl::OkStatus();
+}
 
+// The scenarios: a .npy file sent inline, a stored set, or columns drawn as
+// in the original example; and the column range.
+absl::Status SetScenarios(const PriceOptions& o, v1::PriceRequest& request) {
   if (int{o.scenarios_file.has_value()} + int{o.scenarios.has_value()} +
           int{o.scenario_set.has_value()} >
       1) {
@@ -167,23 +189,23 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
         "give one of --scenarios, --scenarios-file and --scenario-set");
   }
   if (o.scenarios_file.has_value()) {
-    absl::StatusOr<NpyMatrix> a = ReadNpyMatrix(*o.scenarios_file);
-    if (!a.ok()) return a.status();
+    ASSIGN_OR_RETURN(const NpyMatrix a, ReadNpyMatrix(*o.scenarios_file));
     v1::Matrix* matrix = request.mutable_scenarios()->mutable_matrix();
-    matrix->set_rows(a->rows);
-    matrix->set_columns(a->columns);
-    matrix->set_values(reinterpret_cast<const char*>(a->values.data()), a->values.size() * 4);
+    matrix->set_rows(a.rows);
+    matrix->set_columns(a.columns);
+    matrix->set_values(reinterpret_cast<const char*>(a.values.data()), a.values.size() * 4);
   } else if (o.scenario_set.has_value()) {
     if (o.column_begin.has_value() && !o.column_end.has_value()) {
       return absl::InvalidArgumentError("with --scenario-set, give --column-end too");
     }
     request.mutable_scenarios()->set_scenario_set(*o.scenario_set);
   } else if (o.scenarios.has_value()) {
+    const v1::SeedPreset& draws = v1::SeedPreset::default_instance();
     v1::GeneratedScenarios* scenarios = request.mutable_scenarios()->mutable_generated();
     scenarios->set_columns(*o.scenarios);
     scenarios->set_seed(o.seed.value_or(0));
-    scenarios->set_value_min(0.0);
-    scenarios->set_value_max(1.0);
+    scenarios->set_value_min(draws.scenario_value_min());
+    scenarios->set_value_max(draws.scenario_value_max());
   } else {
     return absl::InvalidArgumentError(
         "no scenarios: give --scenarios, --scenarios-file, --scenario-set or --preset seed");
@@ -194,11 +216,21 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
                               : request.scenarios().generated().columns();
   request.set_column_begin(o.column_begin.value_or(0));
   request.set_column_end(o.column_end.value_or(o.column_begin.has_value() ? columns : 0));
+  return absl::OkStatus();
+}
 
+}  // namespace
+
+absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
+  ASSIGN_OR_RETURN(const PriceOptions o, OverPreset(flags));
+  v1::PriceRequest request;
+  RETURN_IF_ERROR(SetMarket(o, request));
+  RETURN_IF_ERROR(SetModel(o, request));
+  RETURN_IF_ERROR(SetScenarios(o, request));
   v1::OutputOptions* output = request.mutable_output();
-  output->set_full(flags.full);
-  if (!flags.statistics.empty()) *output->mutable_statistics() = ToSelection(flags.statistics);
-  output->set_terminal_prices(flags.terminal_prices);
+  output->set_full(o.full);
+  if (!o.statistics.empty()) *output->mutable_statistics() = ToSelection(o.statistics);
+  output->set_terminal_prices(o.terminal_prices);
   output->set_chunk_columns(o.chunk_columns.value_or(0));
   return request;
 }

@@ -41,7 +41,8 @@ struct PriceOptions {
 
 // The original example: 500 issuers with spot ~ U(5, 10) and volatility ~
 // U(0, 1), 10,000 paths, 1,000,000 scenario columns ~ U(0, 1), seed 42,
-// rate 0.02, maturity 1 year.
+// rate 0.02, maturity 1 year (client_protocol.proto's SeedPreset, whose
+// ranges every generated market and scenario set is drawn from).
 PriceOptions SeedPreset();
 
 // Fills unset fields from the preset, reads the files, and builds the request.

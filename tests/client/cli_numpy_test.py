@@ -2,51 +2,18 @@
 NumPy reading what the CLI writes. The references are computed here in float64
 from the files themselves (ST from --prices-out, A from the .npy we send)."""
 
-import hashlib
-import json
 import os
-import re
-import subprocess
 import sys
-import tempfile
-import time
 import unittest
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py; re-exported)
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pricerd_fixture import CliTestCase  # noqa: E402
 
 ARGS = None
-
-
-class Server:
-    """pricerd on 127.0.0.1, a free port chosen by the kernel."""
-
-    def __init__(self, pricerd, devices="cpu", device_memory="1GiB", flags=()):
-        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--devices", devices,
-             "--device-memory", device_memory, *flags],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        self.port = None
-        while self.port is None and time.time() < deadline:
-            time.sleep(0.05)
-            with open(self.log.name) as f:
-                m = re.search(r"\(port (\d+)\)", f.read())
-            if m:
-                self.port = int(m.group(1))
-            if self.proc.poll() is not None:
-                raise RuntimeError("pricerd exited: " + open(self.log.name).read())
-        if self.port is None:
-            raise RuntimeError("pricerd did not report its port")
-        self.target = "127.0.0.1:%d" % self.port
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        os.unlink(self.log.name)
 
 
 def read_stats_csv(path):
@@ -88,27 +55,7 @@ def write_correlation(path, matrix):
             f.write(",".join(repr(float(x)) for x in row) + "\n")
 
 
-class CliNumpyTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server(ARGS.pricerd)
-        cls.dir = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.dir.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir.name, name)
-
-    def pricer(self, *args, check=True):
-        proc = subprocess.run([ARGS.pricer, "price", "--target", self.server.target, *args],
-                              capture_output=True, text=True, timeout=300)
-        if check:
-            self.assertEqual(proc.returncode, 0, proc.stderr)
-        return proc
-
+class CliNumpyTest(CliTestCase):
     def test_full_and_prices_match_float64_product(self):
         rng = np.random.default_rng(7)
         n, m, p = 12, 150, 2000
@@ -288,234 +235,8 @@ class CliNumpyTest(unittest.TestCase):
         self.assertIn("INVALID_ARGUMENT", proc.stderr)
         self.assertIn("output.statistics.var[0] is 1.5", proc.stderr)
 
-    def upload(self, path, target=None):
-        return subprocess.run([ARGS.pricer, "upload", "--target", target or self.server.target,
-                               path], capture_output=True, text=True, timeout=300)
-
-    def test_upload_prints_the_sha256_id_once(self):
-        rng = np.random.default_rng(31)
-        a = rng.uniform(-1.0, 1.0, size=(9, 4000))  # float64, C order: the CLI converts
-        np.save(self.path("up_a.npy"), a)
-        first = self.upload(self.path("up_a.npy"))
-        self.assertEqual(first.returncode, 0, first.stderr)
-        self.assertRegex(first.stdout, r"\A[0-9a-f]{64}\n\Z")
-        set_id = first.stdout.strip()
-        self.assertIn("9 x 4000, 144000 bytes", first.stderr)
-        self.assertNotIn("already stored", first.stderr)
-        # The id is SHA-256 over rows, columns (int64 LE) and the float32 values
-        # in column-major order.
-        digest = hashlib.sha256(np.array([9, 4000], dtype="<i8").tobytes()
-                                + a.astype("<f4").tobytes(order="F")).hexdigest()
-        self.assertEqual(set_id, digest)
-        again = self.upload(self.path("up_a.npy"))
-        self.assertEqual(again.returncode, 0, again.stderr)
-        self.assertEqual(again.stdout, first.stdout)
-        self.assertIn("already stored", again.stderr)
-        # The same values as float32 and Fortran order: the same set.
-        np.save(self.path("up_a32.npy"), np.asfortranarray(a.astype(np.float32)))
-        third = self.upload(self.path("up_a32.npy"))
-        self.assertEqual(third.returncode, 0, third.stderr)
-        self.assertEqual(third.stdout, first.stdout)
-
-    def test_price_scenario_set_matches_float64_product(self):
-        rng = np.random.default_rng(32)
-        n, m, p = 16, 300, 1200
-        a = rng.uniform(0.0, 2.0, size=(n, m)).astype(np.float32)
-        np.save(self.path("set_a.npy"), a)
-        up = self.upload(self.path("set_a.npy"))
-        self.assertEqual(up.returncode, 0, up.stderr)
-        set_id = up.stdout.strip()
-        proc = self.pricer("--issuers", str(n), "--paths", str(p), "--seed", "4",
-                           "--scenario-set", set_id, "--full-out", self.path("set_sc.npy"),
-                           "--prices-out", self.path("set_st.npy"))
-        self.assertRegex(proc.stdout, r"priced 300 columns x 1200 paths x 16 issuers")
-        sc = np.load(self.path("set_sc.npy"))
-        st = np.load(self.path("set_st.npy"))
-        self.assertEqual(sc.shape, (p, m))
-        self.assertEqual(st.shape, (p, n))
-        st64, a64 = st.astype(np.float64), a.astype(np.float64)
-        scale = np.abs(st64) @ np.abs(a64)
-        self.assertLess(np.max(np.abs(sc - st64 @ a64) / scale), 1e-5)
-        # The same matrix inline gives the same bytes.
-        self.pricer("--issuers", str(n), "--paths", str(p), "--seed", "4",
-                    "--scenarios-file", self.path("set_a.npy"),
-                    "--full-out", self.path("inline_sc.npy"))
-        np.testing.assert_array_equal(np.load(self.path("inline_sc.npy")), sc)
-        # A column range of the set.
-        self.pricer("--issuers", str(n), "--paths", str(p), "--seed", "4",
-                    "--scenario-set", set_id, "--column-begin", "40", "--column-end", "77",
-                    "--full-out", self.path("set_part.npy"))
-        np.testing.assert_array_equal(np.load(self.path("set_part.npy")), sc[:, 40:77])
-
-    def test_unknown_scenario_set_exits_nonzero(self):
-        unknown = "0" * 64
-        proc = self.pricer("--issuers", "3", "--paths", "100", "--scenario-set", unknown,
-                           check=False)
-        self.assertEqual(proc.returncode, 1, proc.stderr)
-        self.assertIn("NOT_FOUND", proc.stderr)
-        self.assertIn(unknown, proc.stderr)
-        self.assertEqual(proc.stdout, "")
-
-    def test_devices_lists_cpu0(self):
-        proc = subprocess.run([ARGS.pricer, "devices", "--target", self.server.target],
-                              capture_output=True, text=True, timeout=60)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertRegex(proc.stdout, r"cpu0\s+cpu\s+1073741824\s+\d+\s+\d+\s+\d+")
-
-
-def run_pricer(*args, timeout=300):
-    return subprocess.run([ARGS.pricer, *args], capture_output=True, text=True, timeout=timeout)
-
-
-class SmallDevicesTest(unittest.TestCase):
-    """A second server: two logical cpu devices of 64 MiB each."""
-
-    BUDGET = 64 * 1024 * 1024
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server(ARGS.pricerd, devices="cpu:2", device_memory="64MiB")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def devices(self):
-        """`pricer devices`: the rows as {name: [kind, budget, in use, peak, shards, busy]}
-        and the footer line, after the server's version."""
-        proc = run_pricer("devices", "--target", self.server.target, timeout=60)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        lines = proc.stdout.splitlines()
-        self.assertRegex(lines[0], r"^server version: \d+\.\d+\.\d+ \((cuda|cpu only)\)$")
-        self.assertEqual(lines[1].split(), ["device", "kind", "budget", "bytes", "in", "use",
-                                            "bytes", "peak", "bytes", "shards", "done", "busy",
-                                            "s"])
-        rows = {}
-        for line in lines[2:-1]:
-            name, kind, *numbers = line.split()
-            rows[name] = [kind] + [int(x) for x in numbers[:4]] + [float(numbers[4])]
-        return rows, lines[-1]
-
-    def devices_json(self):
-        proc = run_pricer("devices", "--json", "--target", self.server.target, timeout=60)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        return json.loads(proc.stdout)
-
-    def price_small_job(self):
-        proc = run_pricer("price", "--target", self.server.target, "--issuers", "20", "--paths",
-                          "1000", "--scenarios", "3000", "--seed", "5")
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertRegex(proc.stdout, r"priced 3000 columns x 1000 paths x 20 issuers")
-
-    def test_devices_table_after_a_job(self):
-        before, _ = self.devices()
-        self.price_small_job()
-        after, footer = self.devices()
-        self.assertEqual(sorted(after), ["cpu0", "cpu1"])
-        for name, (kind, budget, in_use, peak, shards, busy) in after.items():
-            self.assertEqual(kind, "cpu", name)
-            self.assertEqual(budget, self.BUDGET, name)
-            self.assertEqual(in_use, 0, name)
-            self.assertLessEqual(peak, self.BUDGET, name)
-            self.assertGreaterEqual(busy, 0.0, name)
-        done = {name: after[name][4] - before[name][4] for name in after}
-        self.assertGreater(max(done.values()), 0, after)
-        # A device that ran shards held the job's terminal prices: 1000 x 20 float32.
-        for name in after:
-            if done[name] > 0:
-                self.assertGreaterEqual(after[name][3], 1000 * 20 * 4, after)
-        self.assertTrue(footer.startswith("jobs queued or running: 0 of 64; "), footer)
-
-    def test_devices_json_mapping(self):
-        self.price_small_job()
-        reply = self.devices_json()
-        self.assertEqual([d["name"] for d in reply["devices"]], ["cpu0", "cpu1"])
-        for d in reply["devices"]:
-            self.assertEqual(d["kind"], "cpu")
-            # Protobuf's JSON mapping writes int64 as a string.
-            self.assertIsInstance(d["memoryBudgetBytes"], str)
-            self.assertEqual(int(d["memoryBudgetBytes"]), self.BUDGET)
-            self.assertEqual(int(d["bytesInUse"]), 0)
-            self.assertGreaterEqual(int(d["shardsDone"]), 0)
-            self.assertIsInstance(d["busySeconds"], (int, float))
-            self.assertGreaterEqual(d["busySeconds"], 0)
-        self.assertGreater(sum(int(d["shardsDone"]) for d in reply["devices"]), 0)
-        self.assertEqual(reply["maxQueuedJobs"], "64")
-        self.assertEqual(int(reply["queuedJobs"]), 0)
-        self.assertEqual(int(reply["maxPendingBytes"]), 1 << 30)
-
-    def test_job_larger_than_the_device_budget_is_refused(self):
-        proc = run_pricer("price", "--target", self.server.target, "--issuers", "500", "--paths",
-                          "100000", "--scenarios", "10")
-        self.assertNotEqual(proc.returncode, 0)
-        self.assertIn("RESOURCE_EXHAUSTED", proc.stderr)
-        self.assertIn("the largest device budget is %d bytes" % self.BUDGET, proc.stderr)
-        needed = int(re.search(r"the job needs (\d+) bytes", proc.stderr).group(1))
-        self.assertGreaterEqual(needed, 100000 * 500 * 4)  # ST alone
-        # The server still serves.
-        self.price_small_job()
-
-
-class RequestLimitTest(unittest.TestCase):
-    """A server that accepts requests of at most 1 MiB."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server(ARGS.pricerd, flags=("--max-request-bytes", "1MiB"))
-        cls.dir = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.dir.cleanup()
-
-    def test_large_inline_matrix_is_refused_naming_upload_and_priced_as_a_set(self):
-        n, m = 50, 7500  # 1.5 MB of float32
-        a = np.random.default_rng(33).uniform(0.0, 1.0, size=(n, m)).astype(np.float32)
-        path = os.path.join(self.dir.name, "big.npy")
-        np.save(path, a)
-        common = ["price", "--target", self.server.target, "--issuers", str(n), "--paths", "200",
-                  "--column-end", "5"]
-        proc = run_pricer(*common, "--scenarios-file", path)
-        self.assertEqual(proc.returncode, 1, proc.stderr)
-        self.assertIn("RESOURCE_EXHAUSTED", proc.stderr)
-        self.assertIn("over this server's limit of 1048576 bytes", proc.stderr)
-        self.assertIn("UploadScenarios", proc.stderr)
-        up = run_pricer("upload", "--target", self.server.target, path)
-        self.assertEqual(up.returncode, 0, up.stderr)
-        proc = run_pricer(*common, "--scenario-set", up.stdout.strip())
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertRegex(proc.stdout, r"priced 5 columns x 200 paths x 50 issuers")
-
-
-class PricerdFlagsTest(unittest.TestCase):
-    def refused(self, *flags):
-        proc = subprocess.run([ARGS.pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "", *flags],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=30)
-        self.assertNotEqual(proc.returncode, 0, proc.stdout)
-        return proc.stdout
-
-    def test_unknown_devices_refused(self):
-        out = self.refused("--devices", "gpu")
-        self.assertIn("'gpu'", out)
-        self.assertIn("auto, cpu, cpu:K", out)
-
-    def test_too_many_devices_refused(self):
-        out = self.refused("--devices", "cpu:65")
-        self.assertIn("'cpu:65'", out)
-
-    def test_bad_device_memory_refused(self):
-        out = self.refused("--device-memory", "lots")
-        self.assertIn("--device-memory", out)
-        self.assertIn("'lots'", out)
-
-    def test_bad_byte_count_refused(self):
-        out = self.refused("--max-request-bytes", "12XB")
-        self.assertIn("--max-request-bytes", out)
-        self.assertIn("'12XB'", out)
-
 
 if __name__ == "__main__":
     ARGS, rest = parse_binaries()
+    CliTestCase.binaries = ARGS
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -24,7 +24,7 @@ from pricer_client import Client, PricerError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "service"))
-from operations_test import make_certificates, read_bytes  # noqa: E402  (the same certificates)
+from tls_material import make_certificates, read_bytes  # noqa: E402  (the same certificates)
 
 ARGS = None
 HEALTH_PROTO_DIR = os.path.join(HERE, "..", "..", "proto", "grpc", "health", "v1")

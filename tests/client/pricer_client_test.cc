@@ -1,6 +1,7 @@
 // What PricerClient sends: a recording server in process (port 0) sees the
 // token on every call, the retries of a broken Price call and the parts of
-// a split one included.
+// a split one included; and which broken calls it retries, how often and
+// after how long (client_protocol.proto's RetryPolicy).
 #include "client/lib/pricer_client.h"
 
 #include <grpcpp/security/server_credentials.h>
@@ -8,17 +9,23 @@
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 namespace {
@@ -39,33 +46,39 @@ class Calls {
     for (auto [it, end] = metadata.equal_range("authorization"); it != end; ++it) {
       values.emplace_back(it->second.data(), it->second.size());
     }
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     authorization_[method].push_back(absl::StrJoin(values, "|"));
   }
   std::vector<std::string> Authorization(const std::string& method) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return authorization_[method];
   }
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::vector<std::string>> authorization_;
+  absl::Mutex mu_;
+  std::map<std::string, std::vector<std::string>> authorization_ ABSL_GUARDED_BY(mu_);
 };
 
 // Answers every Price call with its columns, after failing the first
-// `failures` calls with UNAVAILABLE.
+// `failures` calls with `code` (UNAVAILABLE unless FailNext says otherwise).
 class RecordingPricer final : public v1::Pricer::Service {
  public:
   RecordingPricer(Calls& calls, int failures) : calls_(calls), failures_(failures) {}
+
+  void FailNext(int failures, grpc::StatusCode code) {
+    absl::MutexLock lock(&mu_);
+    failures_ = failures;
+    code_ = code;
+  }
 
   grpc::Status Price(grpc::ServerContext* context, const v1::PriceRequest* request,
                      grpc::ServerWriter<v1::PriceReply>* writer) override {
     calls_.Record("Price", *context);
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (failures_ > 0) {
         --failures_;
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "broken on purpose");
+        return grpc::Status(code_, "broken on purpose");
       }
     }
     v1::PriceReply reply;
@@ -103,8 +116,9 @@ class RecordingPricer final : public v1::Pricer::Service {
 
  private:
   Calls& calls_;
-  std::mutex mu_;
-  int failures_;  // guarded by mu_
+  absl::Mutex mu_;
+  int failures_ ABSL_GUARDED_BY(mu_);
+  grpc::StatusCode code_ ABSL_GUARDED_BY(mu_) = grpc::StatusCode::UNAVAILABLE;
 };
 
 class RecordingHealth final : public grpc::health::v1::Health::Service {
@@ -237,6 +251,67 @@ TEST_F(PricerClientTest, WrongOptionsFailEveryCallWithoutSendingIt) {
   for (const char* method : {"ListDevices", "UploadScenarios", "Price", "Check"}) {
     EXPECT_THAT(calls_.Authorization(method), SizeIs(0)) << method;
   }
+}
+
+// The codes client_protocol.proto names, read here on their own.
+std::set<grpc::StatusCode> ProtocolRetryableCodes() {
+  std::set<std::string> names =
+      absl::StrSplit(v1::RetryPolicy::default_instance().retryable_codes(), ',');
+  std::set<grpc::StatusCode> codes;
+  for (int code = grpc::StatusCode::OK; code <= grpc::StatusCode::UNAUTHENTICATED; ++code) {
+    if (names.erase(absl::StatusCodeToString(static_cast<absl::StatusCode>(code))) > 0) {
+      codes.insert(static_cast<grpc::StatusCode>(code));
+    }
+  }
+  EXPECT_THAT(names, SizeIs(0)) << "names in retryable_codes that are not status codes";
+  return codes;
+}
+
+TEST(RetryPolicy, RetriesOnlyUnavailableAndAborted) {
+  // Abseil's canon: only these two codes say that the same call may succeed.
+  EXPECT_EQ(v1::RetryPolicy::default_instance().retryable_codes(), "UNAVAILABLE,ABORTED");
+  EXPECT_THAT(ProtocolRetryableCodes(),
+              ElementsAre(grpc::StatusCode::ABORTED, grpc::StatusCode::UNAVAILABLE));
+}
+
+TEST_F(PricerClientTest, RetriesTheCodesOfTheProtocolAndNoOther) {
+  Start(/*price_failures=*/0);
+  PricerClient client(target_);
+  const std::set<grpc::StatusCode> retryable = ProtocolRetryableCodes();
+  size_t calls = 0;
+  for (int code = grpc::StatusCode::CANCELLED; code <= grpc::StatusCode::UNAUTHENTICATED; ++code) {
+    const auto status_code = static_cast<grpc::StatusCode>(code);
+    pricer_->FailNext(1, status_code);
+    const grpc::Status price = client.Price(Request(10), Ignore);
+    const bool retried = retryable.contains(status_code);
+    EXPECT_EQ(price.ok(), retried) << code << " " << price.error_message();
+    if (!retried) {
+      EXPECT_EQ(price.error_code(), status_code) << code;
+    }
+    const size_t now = calls_.Authorization("Price").size();
+    EXPECT_EQ(now - calls, retried ? 2u : 1u) << "Price calls for code " << code;
+    calls = now;
+  }
+}
+
+TEST_F(PricerClientTest, GivesUpAfterTheRetriesWithoutProgressOfTheProtocol) {
+  const v1::RetryPolicy& policy = v1::RetryPolicy::default_instance();
+  Start(/*price_failures=*/1000);
+  PricerClient client(target_);
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status price = client.Price(Request(10), Ignore);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(price.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(price.error_message(), "broken on purpose");
+  EXPECT_THAT(calls_.Authorization("Price"), SizeIs(policy.max_retries_without_progress() + 1));
+  // 0.2 s, 0.4 s, 0.8 s between the calls.
+  std::chrono::milliseconds backoffs(0), backoff(policy.first_backoff_ms());
+  for (int retry = 0; retry < policy.max_retries_without_progress(); ++retry) {
+    backoffs += backoff;
+    backoff *= policy.backoff_multiplier();
+  }
+  EXPECT_GE(waited, backoffs);
+  EXPECT_LT(waited, backoffs + std::chrono::seconds(10));
 }
 
 }  // namespace

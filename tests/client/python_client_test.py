@@ -14,7 +14,9 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_numpy_test import Server, parse_binaries  # noqa: E402  (the same fixture)
+from pricerd_fixture import Server  # noqa: E402  (the same fixture)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402

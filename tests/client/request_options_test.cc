@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 namespace {
@@ -29,6 +30,32 @@ TEST(BuildPriceRequest, SeedPresetIsTheOriginalExample) {
   EXPECT_EQ(request->scenarios().generated().columns(), 1'000'000);
   EXPECT_EQ(request->scenarios().generated().value_min(), 0.0);
   EXPECT_EQ(request->scenarios().generated().value_max(), 1.0);
+}
+
+// The preset and the draws of every generated market and scenario set are
+// client_protocol.proto's SeedPreset, which the Python client reads too.
+TEST(BuildPriceRequest, SeedPresetIsTheClientProtocols) {
+  const v1::SeedPreset& seed = v1::SeedPreset::default_instance();
+  PriceOptions options;
+  options.preset = "seed";
+  auto request = BuildPriceRequest(options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  const v1::GeneratedMarket& market = request->market().generated();
+  EXPECT_EQ(market.issuers(), seed.issuers());
+  EXPECT_EQ(market.seed(), seed.seed());
+  EXPECT_EQ(market.spot_min(), seed.spot_min());
+  EXPECT_EQ(market.spot_max(), seed.spot_max());
+  EXPECT_EQ(market.volatility_min(), seed.volatility_min());
+  EXPECT_EQ(market.volatility_max(), seed.volatility_max());
+  EXPECT_EQ(request->paths(), seed.paths());
+  EXPECT_EQ(request->seed(), seed.seed());
+  EXPECT_EQ(request->rate(), seed.rate());
+  EXPECT_EQ(request->maturity(), seed.maturity());
+  const v1::GeneratedScenarios& scenarios = request->scenarios().generated();
+  EXPECT_EQ(scenarios.columns(), seed.scenarios());
+  EXPECT_EQ(scenarios.seed(), seed.seed());
+  EXPECT_EQ(scenarios.value_min(), seed.scenario_value_min());
+  EXPECT_EQ(scenarios.value_max(), seed.scenario_value_max());
 }
 
 TEST(BuildPriceRequest, FlagsOverrideThePreset) {

@@ -13,7 +13,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli_numpy_test import Server, parse_binaries  # noqa: E402  (the same fixture)
+from pricerd_fixture import Server  # noqa: E402  (the same fixture)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
 from pricer.v1 import pricer_pb2  # noqa: E402
 from pricer_client import Client  # noqa: E402

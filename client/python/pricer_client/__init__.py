@@ -10,8 +10,10 @@
     client = Client("pricer.example:50051", token=open("token").read().strip(),
                     tls_ca="ca.pem", tls_cert="client.pem", tls_key="client.key")
 
-The generated protobuf modules (pricer/v1/pricer_pb2*.py) come from
-proto/pricer/v1/pricer.proto at build time; see client/python/README.md.
+The generated protobuf modules (pricer/v1/pricer_pb2*.py and
+pricer/v1/client_protocol_pb2.py, the retry policy and other values this
+client shares with the C++ one) come from proto/pricer/v1/ at build time; see
+client/python/README.md.
 """
 
 from pricer_client.client import Client, PriceResult, PricerError

@@ -1,0 +1,29 @@
+// `pricer price`: sends one pricing request, writes its results as they
+// arrive (.npy, CSV) and prints a summary; --split spreads it over servers,
+// --resume continues an interrupted run.
+#pragma once
+
+#include <string>
+
+#include "client/cli/command.h"
+#include "client/lib/price_results.h"
+#include "client/lib/request_options.h"
+
+namespace pricer {
+
+class PriceCommand final : public Command {
+ public:
+  // --target writes into `target`.
+  PriceCommand(CLI::App& app, std::string& target);
+
+  int Run(PricerClient& client) override;
+
+ private:
+  PriceOptions options_;
+  ResultFiles files_;
+  std::string stats_list_;  // --stats
+  int split_ = 1;
+  bool resume_ = false;
+};
+
+}  // namespace pricer

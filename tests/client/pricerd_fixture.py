@@ -1,0 +1,72 @@
+"""What the Python tests of a real pricerd share: the server on a loopback
+port, and the CLI run against it."""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+import unittest
+
+
+class Server:
+    """pricerd on 127.0.0.1, a free port chosen by the kernel."""
+
+    def __init__(self, pricerd, devices="cpu", device_memory="1GiB", flags=()):
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--devices", devices,
+             "--device-memory", device_memory, *flags],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        self.port = None
+        while self.port is None and time.time() < deadline:
+            time.sleep(0.05)
+            with open(self.log.name) as f:
+                m = re.search(r"\(port (\d+)\)", f.read())
+            if m:
+                self.port = int(m.group(1))
+            if self.proc.poll() is not None:
+                raise RuntimeError("pricerd exited: " + open(self.log.name).read())
+        if self.port is None:
+            raise RuntimeError("pricerd did not report its port")
+        self.target = "127.0.0.1:%d" % self.port
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        os.unlink(self.log.name)
+
+
+def run_cli(pricer, *args, timeout=300):
+    """The CLI at `pricer` with `args`, its output captured as text."""
+    return subprocess.run([pricer, *args], capture_output=True, text=True, timeout=timeout)
+
+
+class CliTestCase(unittest.TestCase):
+    """One pricerd for the test class (with `server_flags`), a scratch folder,
+    and the CLI run against that server. The script sets `binaries` (from
+    parse_binaries()) before unittest.main."""
+
+    binaries = None
+    server_flags = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(cls.binaries.pricerd, flags=cls.server_flags)
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir.name, name)
+
+    def pricer(self, *args, check=True):
+        """`pricer price --target <the server> args`; exit 0 unless check=False."""
+        proc = run_cli(self.binaries.pricer, "price", "--target", self.server.target, *args)
+        if check:
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc
