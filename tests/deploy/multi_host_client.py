@@ -1,4 +1,4 @@
-"""A long-lived Python client for multi_host_test.py, run inside the test's
+"""A long-lived Python client for multi_host_spread_test.py, run inside the test's
 client network namespace: one pricer_client.Client, so one gRPC channel and
 one DNS resolver, for the whole run. It prices the job once, says so on
 stdout, waits for a line on stdin (the test has added an address to the

@@ -61,7 +61,8 @@ v1::StatisticsSelection& Statistics(v1::PriceRequest& r) {
   return *r.mutable_output()->mutable_statistics();
 }
 
-std::vector<BadRequestCase> BadRequestCases() {
+// Paths, maturity and rate.
+std::vector<BadRequestCase> RequestCases() {
   return {
       {"PathsZero", [](auto& r) { r.set_paths(0); }, "paths is 0"},
       {"PathsNegative", [](auto& r) { r.set_paths(-5); }, "paths is -5"},
@@ -71,6 +72,12 @@ std::vector<BadRequestCase> BadRequestCases() {
       {"MaturityNaN", [](auto& r) { r.set_maturity(kNaN); }, "maturity is NaN"},
       {"MaturityInf", [](auto& r) { r.set_maturity(kInf); }, "maturity is inf"},
       {"RateNaN", [](auto& r) { r.set_rate(kNaN); }, "rate is NaN"},
+  };
+}
+
+// The market, and an explicit one.
+std::vector<BadRequestCase> ExplicitMarketCases() {
+  return {
       {"MarketNotSet", [](auto& r) { r.clear_market(); }, "market is not set"},
       {"ExplicitSpotEmpty",
        [](auto& r) {
@@ -93,6 +100,12 @@ std::vector<BadRequestCase> BadRequestCases() {
       {"ExplicitVolatilityInf",
        [](auto& r) { r.mutable_market()->mutable_explicit_()->set_volatility(2, kInf); },
        "market.explicit.volatility[2] is inf"},
+  };
+}
+
+// A generated market.
+std::vector<BadRequestCase> GeneratedMarketCases() {
+  return {
       {"GeneratedIssuersZero",
        [](auto& r) {
          UseGeneratedMarket(r);
@@ -124,6 +137,12 @@ std::vector<BadRequestCase> BadRequestCases() {
          r.mutable_market()->mutable_generated()->set_volatility_min(-0.25);
        },
        "market.generated.volatility_min is -0.25"},
+  };
+}
+
+// The scenarios: inline or generated.
+std::vector<BadRequestCase> ScenarioCases() {
+  return {
       {"ScenariosNotSet", [](auto& r) { r.clear_scenarios(); }, "scenarios is not set"},
       {"MatrixRowsNotIssuers", [](auto& r) { UseMatrix(r, 3, 10); }, "scenarios.matrix.rows is 3"},
       {"MatrixColumnsZero", [](auto& r) { UseMatrix(r, 4, 0); }, "scenarios.matrix.columns is 0"},
@@ -152,6 +171,12 @@ std::vector<BadRequestCase> BadRequestCases() {
          r.mutable_scenarios()->mutable_generated()->set_value_max(0.5);
        },
        "scenarios.generated.value_max is 0.5"},
+  };
+}
+
+// The column range, the chunks and the statistics' levels.
+std::vector<BadRequestCase> ColumnAndOutputCases() {
+  return {
       {"ColumnBeginNegative",
        [](auto& r) {
          r.set_column_begin(-1);
@@ -197,6 +222,12 @@ std::vector<BadRequestCase> BadRequestCases() {
          for (int l = 0; l < 17; ++l) Statistics(r).add_var(0.5 + 0.01 * l);
        },
        "output.statistics.var size is 17: at most 16 levels"},
+  };
+}
+
+// The correlation matrix.
+std::vector<BadRequestCase> CorrelationCases() {
+  return {
       {"CorrelationWrongSize",
        [](auto& r) {
          UseCorrelation(r, {});
@@ -233,6 +264,12 @@ std::vector<BadRequestCase> BadRequestCases() {
        },
        "market.correlation size is 1: a correlation matrix is accepted for at most 4096 "
        "issuers (here 4097)"},
+  };
+}
+
+// The priority and the precision.
+std::vector<BadRequestCase> PriorityAndPrecisionCases() {
+  return {
       {"PriorityTooHigh", [](auto& r) { r.set_priority(101); },
        "priority is 101: must be in [-100, 100]"},
       {"PriorityTooLow", [](auto& r) { r.set_priority(-101); },
@@ -240,6 +277,18 @@ std::vector<BadRequestCase> BadRequestCases() {
       {"UnknownPrecision", [](auto& r) { r.set_precision(static_cast<v1::Precision>(7)); },
        "precision is 7: must be PRECISION_FP32 (0), PRECISION_TF32 (1) or PRECISION_BF16 (2)"},
   };
+}
+
+// Every case, in the order of the fields of a PriceRequest.
+std::vector<BadRequestCase> BadRequestCases() {
+  std::vector<BadRequestCase> cases;
+  for (std::vector<BadRequestCase> (*group)() :
+       {RequestCases, ExplicitMarketCases, GeneratedMarketCases, ScenarioCases,
+        ColumnAndOutputCases, CorrelationCases, PriorityAndPrecisionCases}) {
+    const std::vector<BadRequestCase> more = group();
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
+  return cases;
 }
 
 void ExpectRefused(v1::Pricer::Stub& stub, const BadRequestCase& c) {

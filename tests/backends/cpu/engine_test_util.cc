@@ -31,6 +31,105 @@ void ForEachArray(Stats& a, Other& b, Body body) {
   }
 }
 
+// How many times each column and each issuer of a job arrived.
+struct Tally {
+  std::vector<int> column_seen, issuer_seen;
+};
+
+// The result of `spec` before any chunk: NaN wherever a chunk must land.
+JobResult EmptyResult(const JobSpec& spec, Tally* tally) {
+  const StatisticsSelection& selection = spec.output.statistics;
+  const int64_t paths = spec.paths;
+  const int64_t issuers = spec.market.issuers();
+  JobResult result;
+  result.paths = paths;
+  result.column_begin = spec.column_begin;
+  result.column_end = spec.column_end;
+  const int64_t columns = spec.column_end - spec.column_begin;
+  const bool scenario_chunks = spec.output.full || selection.any();
+  tally->column_seen.assign(scenario_chunks ? static_cast<size_t>(columns) : 0, 0);
+  tally->issuer_seen.assign(spec.output.terminal_prices ? static_cast<size_t>(issuers) : 0, 0);
+  if (spec.output.full) result.sc.assign(static_cast<size_t>(columns * paths), NAN);
+  if (selection.any()) {
+    result.statistics.Resize(selection, columns);
+    ForEachArray(
+        result.statistics, result.statistics,
+        [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
+  }
+  if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
+  return result;
+}
+
+// Checks the shape of a chunk of terminal prices and copies it into `result`;
+// false, copying nothing, when it does not fit there.
+bool TakeTerminalPrices(const JobSpec& spec, const ResultChunk& chunk, JobResult* result,
+                        Tally* tally) {
+  const int64_t paths = spec.paths;
+  const int64_t issuers = spec.market.issuers();
+  const int64_t width = chunk.end - chunk.begin;
+  EXPECT_TRUE(spec.output.terminal_prices);
+  EXPECT_GE(chunk.begin, 0);
+  EXPECT_LE(chunk.end, issuers);
+  EXPECT_EQ(static_cast<int64_t>(chunk.values.size()), paths * width);
+  EXPECT_EQ(chunk.statistics.values(), 0);
+  if (chunk.begin < 0 || chunk.end > issuers ||
+      static_cast<int64_t>(chunk.values.size()) != paths * width) {
+    return false;
+  }
+  for (int64_t i = chunk.begin; i < chunk.end; ++i) ++tally->issuer_seen[static_cast<size_t>(i)];
+  std::copy(chunk.values.begin(), chunk.values.end(), result->st.begin() + chunk.begin * paths);
+  return true;
+}
+
+// Checks the shape of a chunk of scenario columns (SC and the selected
+// statistics) and copies it into `result`; false, copying nothing, when it
+// does not fit there.
+bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResult* result,
+                         Tally* tally) {
+  const StatisticsSelection& selection = spec.output.statistics;
+  const int64_t paths = spec.paths;
+  const int64_t width = chunk.end - chunk.begin;
+  EXPECT_TRUE(spec.output.full || selection.any());
+  EXPECT_GE(chunk.begin, spec.column_begin);
+  EXPECT_LE(chunk.end, spec.column_end);
+  const int64_t expected_values = spec.output.full ? paths * width : 0;
+  const int64_t expected_statistics = selection.any() ? width : 0;
+  EXPECT_EQ(static_cast<int64_t>(chunk.values.size()), expected_values);
+  EXPECT_EQ(chunk.statistics.columns(), expected_statistics);
+  // Exactly the selected statistics, one value per column each.
+  EXPECT_EQ(chunk.statistics.values(), width * selection.values_per_column());
+  EXPECT_EQ(chunk.statistics.quantiles.size(), selection.quantiles.size());
+  EXPECT_EQ(chunk.statistics.var.size(), selection.var.size());
+  EXPECT_EQ(chunk.statistics.es.size(), selection.es.size());
+  if (chunk.begin < spec.column_begin || chunk.end > spec.column_end ||
+      static_cast<int64_t>(chunk.values.size()) != expected_values ||
+      chunk.statistics.columns() != expected_statistics ||
+      chunk.statistics.values() != width * selection.values_per_column()) {
+    return false;
+  }
+  const int64_t offset = chunk.begin - spec.column_begin;
+  for (int64_t k = 0; k < width; ++k) ++tally->column_seen[static_cast<size_t>(offset + k)];
+  std::copy(chunk.values.begin(), chunk.values.end(), result->sc.begin() + offset * paths);
+  ForEachArray(result->statistics, chunk.statistics,
+               [&](std::vector<double>& to, const std::vector<double>& from) {
+                 std::copy(from.begin(), from.end(), to.begin() + offset);
+               });
+  return true;
+}
+
+// Every column and every issuer arrived exactly once (the first that did
+// not is reported).
+void ExpectEachOnce(const JobSpec& spec, const Tally& tally) {
+  for (size_t k = 0; k < tally.column_seen.size(); ++k) {
+    EXPECT_EQ(tally.column_seen[k], 1) << "column " << spec.column_begin + static_cast<int64_t>(k);
+    if (tally.column_seen[k] != 1) break;
+  }
+  for (size_t i = 0; i < tally.issuer_seen.size(); ++i) {
+    EXPECT_EQ(tally.issuer_seen[i], 1) << "issuer " << i;
+    if (tally.issuer_seen[i] != 1) break;
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Engine> MakeEngine(int64_t budget, int devices, int threads,
@@ -87,26 +186,8 @@ std::vector<float> JobResult::StColumn(int64_t i) const {
 
 JobResult Collect(Job& job, std::chrono::seconds timeout) {
   const JobSpec& spec = job.spec();
-  const StatisticsSelection& selection = spec.output.statistics;
-  const int64_t paths = spec.paths;
-  const int64_t issuers = spec.market.issuers();
-  JobResult result;
-  result.paths = paths;
-  result.column_begin = spec.column_begin;
-  result.column_end = spec.column_end;
-  const int64_t columns = spec.column_end - spec.column_begin;
-  const bool scenario_chunks = spec.output.full || selection.any();
-  std::vector<int> column_seen(scenario_chunks ? static_cast<size_t>(columns) : 0, 0);
-  std::vector<int> issuer_seen(spec.output.terminal_prices ? static_cast<size_t>(issuers) : 0, 0);
-  if (spec.output.full) result.sc.assign(static_cast<size_t>(columns * paths), NAN);
-  if (selection.any()) {
-    result.statistics.Resize(selection, columns);
-    ForEachArray(
-        result.statistics, result.statistics,
-        [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
-  }
-  if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
-
+  Tally tally;
+  JobResult result = EmptyResult(spec, &tally);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     std::optional<ResultChunk> chunk = job.results().Pop();
@@ -122,62 +203,16 @@ JobResult Collect(Job& job, std::chrono::seconds timeout) {
     }
     ++result.chunks;
     EXPECT_LE(chunk->payload_bytes(), kMaxChunkPayloadBytes);
-    EXPECT_EQ(chunk->rows, paths);
+    EXPECT_EQ(chunk->rows, spec.paths);
     EXPECT_LT(chunk->begin, chunk->end);
-    const int64_t width = chunk->end - chunk->begin;
-    if (chunk->kind == ResultChunk::Kind::kTerminalPrices) {
-      EXPECT_TRUE(spec.output.terminal_prices);
-      EXPECT_GE(chunk->begin, 0);
-      EXPECT_LE(chunk->end, issuers);
-      EXPECT_EQ(static_cast<int64_t>(chunk->values.size()), paths * width);
-      EXPECT_EQ(chunk->statistics.values(), 0);
-      if (chunk->begin < 0 || chunk->end > issuers ||
-          static_cast<int64_t>(chunk->values.size()) != paths * width) {
-        continue;
-      }
-      for (int64_t i = chunk->begin; i < chunk->end; ++i) ++issuer_seen[static_cast<size_t>(i)];
-      std::copy(chunk->values.begin(), chunk->values.end(),
-                result.st.begin() + chunk->begin * paths);
-    } else {
-      EXPECT_TRUE(scenario_chunks);
-      EXPECT_GE(chunk->begin, spec.column_begin);
-      EXPECT_LE(chunk->end, spec.column_end);
-      const int64_t expected_values = spec.output.full ? paths * width : 0;
-      const int64_t expected_statistics = selection.any() ? width : 0;
-      EXPECT_EQ(static_cast<int64_t>(chunk->values.size()), expected_values);
-      EXPECT_EQ(chunk->statistics.columns(), expected_statistics);
-      // Exactly the selected statistics, one value per column each.
-      EXPECT_EQ(chunk->statistics.values(), width * selection.values_per_column());
-      EXPECT_EQ(chunk->statistics.quantiles.size(), selection.quantiles.size());
-      EXPECT_EQ(chunk->statistics.var.size(), selection.var.size());
-      EXPECT_EQ(chunk->statistics.es.size(), selection.es.size());
-      if (chunk->begin < spec.column_begin || chunk->end > spec.column_end ||
-          static_cast<int64_t>(chunk->values.size()) != expected_values ||
-          chunk->statistics.columns() != expected_statistics ||
-          chunk->statistics.values() != width * selection.values_per_column()) {
-        continue;
-      }
-      const int64_t offset = chunk->begin - spec.column_begin;
-      for (int64_t k = 0; k < width; ++k) ++column_seen[static_cast<size_t>(offset + k)];
-      std::copy(chunk->values.begin(), chunk->values.end(), result.sc.begin() + offset * paths);
-      ForEachArray(result.statistics, chunk->statistics,
-                   [&](std::vector<double>& to, const std::vector<double>& from) {
-                     std::copy(from.begin(), from.end(), to.begin() + offset);
-                   });
-    }
+    const bool taken = chunk->kind == ResultChunk::Kind::kTerminalPrices
+                           ? TakeTerminalPrices(spec, *chunk, &result, &tally)
+                           : TakeScenarioColumns(spec, *chunk, &result, &tally);
+    if (!taken) continue;  // a chunk of the wrong shape is not released
     job.results().Release(chunk->payload_bytes());
   }
   result.summary = job.Summary();
-  if (result.status.ok()) {
-    for (size_t k = 0; k < column_seen.size(); ++k) {
-      EXPECT_EQ(column_seen[k], 1) << "column " << spec.column_begin + static_cast<int64_t>(k);
-      if (column_seen[k] != 1) break;
-    }
-    for (size_t i = 0; i < issuer_seen.size(); ++i) {
-      EXPECT_EQ(issuer_seen[i], 1) << "issuer " << i;
-      if (issuer_seen[i] != 1) break;
-    }
-  }
+  if (result.status.ok()) ExpectEachOnce(spec, tally);
   return result;
 }
 

@@ -1,35 +1,26 @@
-// The cuda backend through the engine. Without a GPU: its memory contract,
-// the planner's sizing, and the failure of a job that needs one (the engine
-// carries on, on cpu devices where there are some). With a GPU: results
-// against the cpu backend on the same request.
+// The cuda backend through the engine. Without a GPU: the failure of a job
+// that needs one (the engine carries on, on cpu devices where there are
+// some). With a GPU: results against the cpu backend on the same request, and
+// the device memory a job takes (cuda_sizing_test for the sizing itself).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <initializer_list>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
-#include "server/backends/cpu/cpu_device.h"
 #include "server/backends/cuda/cuda_device.h"
-#include "server/backends/cuda/kernels.h"
-#include "server/model/correlation.h"
 #include "server/scheduler/engine.h"
 #include "tests/backends/cpu/engine_test_util.h"
+#include "tests/backends/cuda/cuda_test_util.h"
 
 namespace pricer {
 namespace {
 
-using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-constexpr int64_t kCudaBudget = int64_t{2} << 30;
-
-bool HasGpu() { return CudaDeviceCount().ok(); }
 
 // Skips a case that needs a GPU on a host without one, unless
 // PRICER_REQUIRE_GPU is set (scripts/gpu-check.sh), where that is a failure.
@@ -43,46 +34,12 @@ bool HasGpu() { return CudaDeviceCount().ok(); }
     }                                                                             \
   } while (false)
 
-std::unique_ptr<Engine> MakeCudaEngine(int64_t budget = kCudaBudget, bool with_cpu = false) {
-  std::vector<std::unique_ptr<Device>> devices;
-  devices.push_back(std::make_unique<CudaDevice>("cuda0", 0, budget));
-  if (with_cpu) devices.push_back(std::make_unique<CpuDevice>("cpu0", kBudget, 2));
-  return std::make_unique<Engine>(std::move(devices));
-}
-
-Market SpreadMarket(int64_t issuers) {
-  Market market = MakeMarket({}, {}, 0.03, 0.75);
-  for (int64_t i = 0; i < issuers; ++i) {
-    market.spot.push_back(20.0 + 80.0 * static_cast<double>(i) / static_cast<double>(issuers));
-    market.volatility.push_back(0.1 + 0.4 * static_cast<double>((i * 37) % issuers) /
-                                          static_cast<double>(issuers));
-  }
-  return market;
-}
-
-// An exchangeable correlation of `rho` between all issuers.
-std::vector<float> EqualCorrelationFactor(int64_t n, double rho) {
-  std::vector<double> c(static_cast<size_t>(n * n), rho);
-  for (int64_t i = 0; i < n; ++i) c[static_cast<size_t>(i * n + i)] = 1.0;
-  absl::StatusOr<std::vector<float>> factor = CholeskyFactor(c, n);
-  EXPECT_TRUE(factor.ok()) << factor.status();
-  return factor.ok() ? *factor : std::vector<float>{};
-}
-
 std::shared_ptr<const std::vector<float>> InlineValues(int64_t rows, int64_t columns) {
   auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(rows * columns));
   for (size_t k = 0; k < values->size(); ++k) {
     (*values)[k] = static_cast<float>((k * 7919) % 2001) / 1000.0f - 0.5f;  // [-0.5, 1.5]
   }
   return values;
-}
-
-StatisticsSelection RiskSelection() {
-  StatisticsSelection s = StatisticsSelection::Basic();
-  s.quantiles = {0.0, 0.01, 0.5, 0.99, 1.0};
-  s.var = {0.95, 0.99};
-  s.es = {0.975, 0.99};
-  return s;
 }
 
 // max_k |a_k - b_k| / max_k |b_k| over a column.
@@ -121,139 +78,6 @@ void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& c
 }
 
 // --- Without a GPU ------------------------------------------------------------
-
-JobSpec SeedExampleSpec(int64_t columns) {
-  const int64_t issuers = 500;
-  JobSpec spec =
-      MakeSpec(SpreadMarket(issuers), 10000, 1,
-               ScenarioMatrix::Generated(issuers, columns, 2, 0.0f, 1.0f), OutputSelection{});
-  spec.output.statistics = RiskSelection();
-  return spec;
-}
-
-// A table's buffers as (name, elements, element bytes).
-using Entry = std::tuple<std::string, int64_t, int64_t>;
-std::vector<Entry> Entries(const std::vector<Buffer>& buffers) {
-  std::vector<Entry> entries;
-  for (const Buffer& b : buffers) entries.emplace_back(b.name, b.elements, b.element_bytes);
-  return entries;
-}
-std::vector<Entry> Concat(std::initializer_list<std::vector<Entry>> parts) {
-  std::vector<Entry> all;
-  for (const std::vector<Entry>& part : parts) all.insert(all.end(), part.begin(), part.end());
-  return all;
-}
-
-// The one restatement of what a cuda job allocates (CudaJobBuffers), entry
-// by entry; the other sizing cases check sums in closed form, and
-// AJobAllocatesTheBuffersOfItsTableAndNoOthers (with a GPU) that the job
-// allocates just these.
-TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
-  const CudaDevice device("cuda0", 0, kCudaBudget);
-  const int64_t p = 10000, n = 500, w = 1024;
-  const int64_t workspace = 32 << 20;
-  const int64_t level_bytes = sizeof(cuda::OrderLevel);
-  auto held = [&](int64_t levels) {
-    return std::vector<Entry>{{"terminal prices ST", p * n, 4},
-                              {"spot (float64)", n, 8},
-                              {"order levels", levels, level_bytes},
-                              {"sort offsets", 257, 4}};
-  };
-  const std::vector<Entry> constants = {{"spot", n, 4}, {"drift", n, 4}, {"diffusion", n, 4}};
-  const std::vector<Entry> correlation = {{"independent shocks Z", p * n, 4},
-                                          {"correlation factor L", n * n, 4},
-                                          {"cuBLAS workspace (correlating ST)", workspace, 1}};
-  const std::vector<Entry> blocks = {{"cuBLAS workspace", workspace, 1},
-                                     {"scenario block A", n * w, 4},
-                                     {"result block SC", p * w, 4}};
-  const std::vector<Entry> sort = {{"sort keys", p * 256, 4},
-                                   {"sort keys (alternate)", p * 256, 4},
-                                   {"sort scratch", cuda::SortScratchBytes(p), 1}};
-
-  JobSpec spec = SeedExampleSpec(1000);  // nine order statistics
-  spec.market.correlation_factor = EqualCorrelationFactor(n, 0.3);
-  const AllocationTable all = device.Allocations(spec, w);
-  EXPECT_THAT(Entries(all.resident), ElementsAreArray(Concat({held(9), constants, correlation})));
-  EXPECT_THAT(Entries(all.per_shard),
-              ElementsAreArray(Concat({blocks, {{"statistics block", (5 + 9) * w, 8}}, sort})));
-
-  // Independent issuers, no statistics: none of the buffers they need (an
-  // empty buffer still takes one element: one order level).
-  spec.market.correlation_factor.clear();
-  spec.output.statistics = StatisticsSelection{};
-  const AllocationTable fewest = device.Allocations(spec, w);
-  EXPECT_THAT(Entries(fewest.resident), ElementsAreArray(Concat({held(0), constants})));
-  EXPECT_EQ(fewest.resident[2].bytes(), level_bytes);
-  EXPECT_THAT(Entries(fewest.per_shard), ElementsAreArray(blocks));
-  // Moments only: the statistics block of five rows, no sort.
-  spec.output.statistics = StatisticsSelection::Basic();
-  EXPECT_THAT(Entries(device.Allocations(spec, w).per_shard),
-              ElementsAreArray(Concat({blocks, {{"statistics block", 5 * w, 8}}})));
-}
-
-TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheWorkspace) {
-  const CudaDevice device("cuda0", 0, kCudaBudget);
-  JobSpec spec = SeedExampleSpec(1000);
-  const int64_t p = 10000, n = 500, w = 1024;
-  spec.output.statistics = StatisticsSelection::Basic();
-  const int64_t basic = 4 * (n + p) * w + CudaDevice::kCublasWorkspaceBytes + 8 * 5 * w;
-  EXPECT_EQ(device.ShardBytes(spec, w), basic);
-  // Nine order statistics: their rows, two P x 256 sort buffers and the
-  // sort's scratch.
-  spec.output.statistics = RiskSelection();
-  EXPECT_EQ(device.ShardBytes(spec, w),
-            basic + 8 * 9 * w + 2 * 4 * p * cuda::kSortColumns + cuda::SortScratchBytes(p));
-  EXPECT_EQ(device.MaxShardsInFlight(), 2);
-}
-
-TEST(CudaDeviceSizingTest, ResidentBytesHoldTerminalPricesAndTheCorrelationWhileItIsBuilt) {
-  const CudaDevice device("cuda0", 0, kCudaBudget);
-  JobSpec spec = SeedExampleSpec(1000);
-  const int64_t p = 10000, n = 500;
-  const int64_t independent = device.ResidentBytes(spec);
-  EXPECT_GE(independent, 4 * p * n);
-  EXPECT_LT(independent, 4 * p * n + (1 << 20));
-  spec.market.correlation_factor = EqualCorrelationFactor(n, 0.3);
-  EXPECT_EQ(device.ResidentBytes(spec),
-            independent + 4 * (p * n + n * n) + CudaDevice::kCublasWorkspaceBytes);
-}
-
-TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) {
-  // 70 GB: the default budget (half the free memory) of a 141 GB H200.
-  const int64_t budget = 70LL * 1000 * 1000 * 1000;
-  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
-  absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(SeedExampleSpec(1000000));
-  ASSERT_TRUE(job.ok()) << job.status();
-  (*job)->Cancel(absl::CancelledError("sizing only"));
-  const ShardPlan& plan = (*job)->plan();
-  const DevicePlan& device = (*job)->device_plans()[0];
-  EXPECT_EQ(plan.shard_columns % kColumnAlignment, 0);
-  EXPECT_EQ(device.shards_in_flight, 2);
-  EXPECT_LE(device.resident_bytes + device.shards_in_flight * device.shard_bytes, budget);
-  // Far from the 40 GB a naive plan would hold for SC.
-  EXPECT_LT(device.shards_in_flight * device.shard_bytes, 1LL << 30);
-}
-
-TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
-  JobSpec spec = SeedExampleSpec(100000);
-  const CudaDevice probe("cuda0", 0, 0);
-  // Room for ST and one shard of 768 columns: the planner's first choice of
-  // 1792 (the 64 MiB SC target, in 256-column blocks) halved until it fits.
-  const int64_t budget = probe.ResidentBytes(spec) + probe.ShardBytes(spec, 768);
-  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
-  absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(std::move(spec));
-  ASSERT_TRUE(job.ok()) << job.status();
-  (*job)->Cancel(absl::CancelledError("sizing only"));
-  EXPECT_EQ((*job)->plan().shard_columns, 768);
-  EXPECT_EQ((*job)->device_plans()[0].shards_in_flight, 1);
-}
-
-TEST(CudaDeviceSizingTest, AJobOverTheBudgetIsRefusedBeforeAnyCudaCall) {
-  std::unique_ptr<Engine> engine = MakeCudaEngine(64 << 20);
-  absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(SeedExampleSpec(10000));
-  ASSERT_FALSE(job.ok());
-  EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
-}
 
 TEST(CudaWithoutGpuTest, AJobFailsNamingTheDeviceAndTheCallAndTheDeviceIsLost) {
   if (HasGpu()) GTEST_SKIP() << "this host has a GPU";

@@ -1,0 +1,174 @@
+"""A real pricerd process for the operations tests (operations_*_test.py):
+pricerd on 127.0.0.1 with free ports, its output in a file, stopped with
+SIGTERM and required to exit 0; pricerd runs expected to exit by themselves
+(refused flags, --version); the tokens file the tests use; a TestCase whose
+servers, channels and folders clean themselves up; and main(), which reads
+the --pricerd and --pricer paths ctest passes and runs the calling script's
+tests. Every test starts its own pricerd and stops it; all traffic stays on
+loopback."""
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import grpc
+
+from pricer.v1 import pricer_pb2_grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+
+ARGS = None  # the --pricerd and --pricer paths, once main() has read them
+METRICS_LINE = r"metrics on http://[^:]+:(\d+)/metrics"
+CRASH_CODES = (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS, 128 + signal.SIGABRT,
+               128 + signal.SIGSEGV)
+
+
+def server_environment(extra=None):
+    """The test's environment without PRICER_* settings (every flag reads
+    one) and without thread limits: OpenBLAS runs multi-threaded, its default."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PRICER_") and k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env.update(extra or {})
+    return env
+
+
+class Server:
+    """pricerd on 127.0.0.1 with a free port (and a free metrics port unless
+    metrics=False), its output in a file."""
+
+    def __init__(self, flags=(), metrics=True, env=None):
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+        self.final_output = None  # what pricerd wrote, once stopped
+        self.command = [ARGS.pricerd, "--listen", "127.0.0.1:0",
+                        "--metrics-listen", "127.0.0.1:0" if metrics else "",
+                        "--devices", "cpu", "--device-memory", "1GiB", *flags]
+        self.proc = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=server_environment(env))
+        self.port = self._wait_for(r"\(port (\d+)\)")
+        self.metrics_port = self._wait_for(METRICS_LINE) if metrics else None
+        self.target = "127.0.0.1:%d" % self.port
+
+    def _wait_for(self, pattern, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            m = re.search(pattern, self.output())
+            if m:
+                return int(m.group(1))
+            if self.proc.poll() is not None:
+                raise RuntimeError("pricerd exited with %d: %s\n%s" % (
+                    self.proc.returncode, " ".join(self.command), self.output()))
+            time.sleep(0.05)
+        raise RuntimeError("pricerd printed no /%s/ in %d s:\n%s" % (
+            pattern, timeout, self.output()))
+
+    def output(self):
+        if self.final_output is not None:
+            return self.final_output
+        with open(self.log.name) as f:
+            return f.read()
+
+    def signal(self, number):
+        self.proc.send_signal(number)
+
+    def stop(self):
+        """SIGTERM, and pricerd must exit 0 (a second SIGTERM, then SIGKILL, if
+        it hangs). Once stopped, output() keeps what it wrote."""
+        if self.final_output is not None:
+            return
+        try:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    self.proc.terminate()
+                    try:
+                        self.proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        self.proc.kill()
+                        self.proc.wait()
+                    raise AssertionError("pricerd did not exit within 15 s of SIGTERM:\n" +
+                                         self.output()[-4000:])
+                if self.proc.returncode != 0:
+                    raise AssertionError("pricerd exited with %d after SIGTERM:\n%s" % (
+                        self.proc.returncode, self.output()[-4000:]))
+        finally:
+            self.final_output = self.output()
+            self.log.close()
+            os.unlink(self.log.name)
+
+
+def run_pricerd(*flags, timeout=20, env=None):
+    """pricerd expected to exit by itself (refused flags, --version): its
+    return code and output; a pricerd still running after `timeout` is killed
+    and reported as None."""
+    command = [ARGS.pricerd, *flags]
+    try:
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=timeout, env=server_environment(env))
+    except subprocess.TimeoutExpired as e:
+        out = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
+        return None, out
+    return proc.returncode, proc.stdout
+
+
+# ---- token files ----
+
+def bearer(token):
+    return (("authorization", "Bearer " + token),)
+
+
+def write_tokens(directory, mode=0o600):
+    """A tokens file for alice (max priority 0) and bob (max priority 10):
+    its path and {client: token}."""
+    tokens = {"alice": secrets.token_hex(16), "bob": secrets.token_hex(16)}
+    path = os.path.join(directory, "tokens")
+    with open(path, "w") as f:
+        f.write("# client-name token [max-priority]\n\n")
+        f.write("alice %s 0\n" % tokens["alice"])
+        f.write("bob %s 10\n" % tokens["bob"])
+    os.chmod(path, mode)
+    return path, tokens
+
+
+class OperationsTestCase(unittest.TestCase):
+    """Servers, channels and folders that clean themselves up."""
+
+    def start_server(self, *flags, metrics=True, env=None):
+        server = Server(flags, metrics=metrics, env=env)
+        self.addCleanup(server.stop)
+        return server
+
+    def channel(self, target, credentials=None):
+        channel = (grpc.secure_channel(target, credentials) if credentials is not None
+                   else grpc.insecure_channel(target))
+        self.addCleanup(channel.close)
+        return channel
+
+    def stub(self, server):
+        return pricer_pb2_grpc.PricerStub(self.channel(server.target))
+
+    def directory(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        return folder.name
+
+    def assertCall(self, reader, code, *message_parts):
+        self.assertEqual(reader.code, code, reader.details)
+        for part in message_parts:
+            self.assertRegex(reader.details, part)
+
+
+def main():
+    """Runs the tests of the calling script (its __main__ module)."""
+    global ARGS
+    ARGS, rest = parse_binaries()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
