@@ -1,15 +1,22 @@
 // pricerd: the pricing server.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <string>
 #include <thread>
 #include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "pricer/version.h"
+#include "server/backends/device_registry.h"
 #include "server/service/logging.h"
 #include "server/service/pricer_server.h"
 #include "spdlog/spdlog.h"
@@ -45,11 +52,36 @@ void InstallStopHandlers() {
   sigaction(SIGHUP, &action, nullptr);
 }
 
-}  // namespace
+// Blocks until a stop signal reaches the pipe (SIGHUP is logged and waited
+// past), then drains `server`. Returns without draining when the pipe is gone.
+void DrainOnStopSignal(pricer::PricerServer& server, double drain_seconds) {
+  char signal = 0;
+  while (true) {
+    if (read(signal_pipe[0], &signal, 1) < 0) {
+      if (errno == EINTR) continue;
+      return;  // the pipe is gone: nothing will stop the server but the process's end
+    }
+    if (signal != SIGHUP) break;
+    spdlog::warn(
+        "SIGHUP: nothing is reloaded; TLS certificates and the token file are read at start, "
+        "restart pricerd (it drains on SIGTERM) to change them");
+  }
+  spdlog::info("signal {}: draining for up to {} s (a second signal exits at once)",
+               static_cast<int>(signal), drain_seconds);
+  server.Shutdown(drain_seconds);
+}
 
-int main(int argc, char** argv) {
+pricer::ServerOptions DefaultServerOptions() {
   pricer::ServerOptions options;
   options.metrics_listen = "0.0.0.0:9464";
+  options.engine.max_pending_flops_per_client = 1e15;
+  return options;
+}
+
+// The command line as parsed: what ServerOptions holds directly, and the rest
+// as given (sizes still text), for ToServerOptions and main.
+struct Flags {
+  pricer::ServerOptions options = DefaultServerOptions();
   std::string log_level = "info";
   std::string log_format = "text";
   std::string max_request = "64MiB";
@@ -59,11 +91,11 @@ int main(int argc, char** argv) {
   std::string store_bytes = "2GiB";
   double drain_seconds = 30;
   int64_t max_jobs_per_client = 0;
-  options.engine.max_pending_flops_per_client = 1e15;
+};
 
-  CLI::App app{"pricerd: Monte Carlo scenario pricing over gRPC"};
-  app.set_version_flag(
-      "--version", absl::StrCat("pricerd ", pricer::kVersion, " (", pricer::kBuildOptions, ")"));
+// Where pricerd listens, how it drains and whom it serves.
+void DefineServingFlags(CLI::App& app, Flags& flags) {
+  pricer::ServerOptions& options = flags.options;
   app.add_option("--listen", options.listen, "host:port to serve gRPC on (port 0: a free one)")
       ->envname("PRICER_LISTEN")
       ->capture_default_str();
@@ -71,7 +103,7 @@ int main(int argc, char** argv) {
                  "host:port of the Prometheus /metrics endpoint; empty: none")
       ->envname("PRICER_METRICS_LISTEN")
       ->capture_default_str();
-  app.add_option("--drain-seconds", drain_seconds,
+  app.add_option("--drain-seconds", flags.drain_seconds,
                  "on SIGTERM or SIGINT, how long running calls may take to end before they are "
                  "cut")
       ->envname("PRICER_DRAIN_SECONDS")
@@ -94,111 +126,127 @@ int main(int argc, char** argv) {
                  "lines `client-name token [max-priority]`: every call but health and reflection "
                  "needs `authorization: Bearer <token>`; the file must not be readable by others")
       ->envname("PRICER_AUTH_TOKENS_FILE");
-  app.add_option("--devices", options.devices,
+}
+
+// The devices and their memory, and the limits of admission.
+void DefineCapacityFlags(CLI::App& app, Flags& flags) {
+  pricer::EngineOptions& engine = flags.options.engine;
+  app.add_option("--devices", flags.options.devices,
                  "devices to price on: auto, cpu, cpu:K, cuda or cuda:I,J")
       ->envname("PRICER_DEVICES")
       ->capture_default_str();
-  app.add_option("--device-memory", device_memory,
+  app.add_option("--device-memory", flags.device_memory,
                  "memory budget per device: bytes (8GiB) or a fraction of its free memory (0.5)")
       ->envname("PRICER_DEVICE_MEMORY")
       ->capture_default_str();
-  app.add_option("--max-request-bytes", max_request, "largest accepted request, e.g. 64MiB")
+  app.add_option("--max-request-bytes", flags.max_request, "largest accepted request, e.g. 64MiB")
       ->envname("PRICER_MAX_REQUEST_BYTES")
       ->capture_default_str();
-  app.add_option("--max-queued-jobs", options.engine.max_queued_jobs,
+  app.add_option("--max-queued-jobs", engine.max_queued_jobs,
                  "jobs admitted and not finished; more are refused (RESOURCE_EXHAUSTED)")
       ->envname("PRICER_MAX_QUEUED_JOBS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--max-jobs-per-client", max_jobs_per_client,
+  app.add_option("--max-jobs-per-client", flags.max_jobs_per_client,
                  "jobs one client may have admitted and not finished (default: a quarter of "
                  "--max-queued-jobs, at least 1)")
       ->envname("PRICER_MAX_JOBS_PER_CLIENT")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-pending-flops-per-client", options.engine.max_pending_flops_per_client,
+  app.add_option("--max-pending-flops-per-client", engine.max_pending_flops_per_client,
                  "GEMM flops (2 P N per column) of one client's jobs admitted and not finished; "
                  "0: no limit")
       ->envname("PRICER_MAX_PENDING_FLOPS_PER_CLIENT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--max-pending-bytes", max_pending,
+  app.add_option("--max-pending-bytes", flags.max_pending,
                  "host memory for result chunks not yet sent, all jobs together")
       ->envname("PRICER_MAX_PENDING_BYTES")
       ->capture_default_str();
-  app.add_option("--max-pending-bytes-per-job", max_pending_per_job,
+  app.add_option("--max-pending-bytes-per-job", flags.max_pending_per_job,
                  "host memory for result chunks not yet sent, per job")
       ->envname("PRICER_MAX_PENDING_BYTES_PER_JOB")
       ->capture_default_str();
-  app.add_option("--max-shards-in-flight", options.engine.max_shards_in_flight,
+  app.add_option("--max-shards-in-flight", engine.max_shards_in_flight,
                  "most shards one device runs at once (its worker threads)")
       ->envname("PRICER_MAX_SHARDS_IN_FLIGHT")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--scenario-store-bytes", store_bytes,
+  app.add_option("--scenario-store-bytes", flags.store_bytes,
                  "host memory for uploaded scenario sets (least recently used leave first)")
       ->envname("PRICER_SCENARIO_STORE_BYTES")
       ->capture_default_str();
-  app.add_option("--scenario-dir", options.scenario_dir,
+  app.add_option("--scenario-dir", flags.options.scenario_dir,
                  "directory that keeps uploaded scenario sets across restarts")
       ->envname("PRICER_SCENARIO_DIR");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
+}
+
+// Every flag of pricerd, in the order --help lists them.
+void DefineFlags(CLI::App& app, Flags& flags) {
+  app.set_version_flag(
+      "--version", absl::StrCat("pricerd ", pricer::kVersion, " (", pricer::kBuildOptions, ")"));
+  DefineServingFlags(app, flags);
+  DefineCapacityFlags(app, flags);
+  app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, critical or off")
       ->envname("PRICER_LOG_LEVEL")
       ->capture_default_str();
-  app.add_option("--log-format", log_format, "text or json (one object per line)")
+  app.add_option("--log-format", flags.log_format, "text or json (one object per line)")
       ->envname("PRICER_LOG_FORMAT")
       ->capture_default_str();
+}
+
+// `value`, or its error with the message prefixed by the flag it was read from.
+template <typename T>
+absl::StatusOr<T> ForFlag(const char* flag, absl::StatusOr<T> value) {
+  if (value.ok()) return value;
+  return absl::Status(value.status().code(), absl::StrCat(flag, ": ", value.status().message()));
+}
+
+// The flags' values as ServerOptions: sizes parsed, and the per-client job
+// limit defaulted from --max-queued-jobs. The error names the flag.
+absl::StatusOr<pricer::ServerOptions> ToServerOptions(const Flags& flags) {
+  pricer::ServerOptions options = flags.options;
+  for (auto [flag, text, out] :
+       {std::tuple{"--max-request-bytes", &flags.max_request, &options.max_request_bytes},
+        std::tuple{"--max-pending-bytes", &flags.max_pending, &options.engine.max_pending_bytes},
+        std::tuple{"--max-pending-bytes-per-job", &flags.max_pending_per_job,
+                   &options.engine.max_pending_bytes_per_job},
+        std::tuple{"--scenario-store-bytes", &flags.store_bytes, &options.scenario_store_bytes}}) {
+    ASSIGN_OR_RETURN(*out, ForFlag(flag, pricer::ParseBytes(*text)));
+  }
+  ASSIGN_OR_RETURN(options.device_memory,
+                   ForFlag("--device-memory", pricer::ParseDeviceMemory(flags.device_memory)));
+  options.engine.max_jobs_per_client =
+      flags.max_jobs_per_client > 0 ? flags.max_jobs_per_client
+                                    : std::max<int64_t>(1, options.engine.max_queued_jobs / 4);
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"pricerd: Monte Carlo scenario pricing over gRPC"};
+  DefineFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
 
-  if (absl::Status s = pricer::ConfigureLogging(log_level, log_format); !s.ok()) {
+  if (absl::Status s = pricer::ConfigureLogging(flags.log_level, flags.log_format); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
     return 2;
   }
-  for (auto [flag, text, out] :
-       {std::tuple{"--max-request-bytes", &max_request, &options.max_request_bytes},
-        std::tuple{"--max-pending-bytes", &max_pending, &options.engine.max_pending_bytes},
-        std::tuple{"--max-pending-bytes-per-job", &max_pending_per_job,
-                   &options.engine.max_pending_bytes_per_job},
-        std::tuple{"--scenario-store-bytes", &store_bytes, &options.scenario_store_bytes}}) {
-    absl::StatusOr<int64_t> bytes = pricer::ParseBytes(*text);
-    if (!bytes.ok()) {
-      spdlog::error("{}: {}", flag, std::string(bytes.status().message()));
-      return 2;
-    }
-    *out = *bytes;
-  }
-  absl::StatusOr<pricer::DeviceMemory> memory = pricer::ParseDeviceMemory(device_memory);
-  if (!memory.ok()) {
-    spdlog::error("--device-memory: {}", std::string(memory.status().message()));
+  absl::StatusOr<pricer::ServerOptions> options = ToServerOptions(flags);
+  if (!options.ok()) {
+    spdlog::error("{}", std::string(options.status().message()));
     return 2;
   }
-  options.device_memory = *memory;
-  options.engine.max_jobs_per_client =
-      max_jobs_per_client > 0 ? max_jobs_per_client
-                              : std::max<int64_t>(1, options.engine.max_queued_jobs / 4);
 
   InstallStopHandlers();
   absl::StatusOr<std::unique_ptr<pricer::PricerServer>> server =
-      pricer::PricerServer::Start(options);
+      pricer::PricerServer::Start(*options);
   if (!server.ok()) {
     spdlog::error("{}", std::string(server.status().message()));
     return 1;
   }
-  std::thread stopper([&] {
-    char signal = 0;
-    while (true) {
-      if (read(signal_pipe[0], &signal, 1) < 0) {
-        if (errno == EINTR) continue;
-        return;  // the pipe is gone: nothing will stop the server but the process's end
-      }
-      if (signal != SIGHUP) break;
-      spdlog::warn(
-          "SIGHUP: nothing is reloaded; TLS certificates and the token file are read at start, "
-          "restart pricerd (it drains on SIGTERM) to change them");
-    }
-    spdlog::info("signal {}: draining for up to {} s (a second signal exits at once)",
-                 static_cast<int>(signal), drain_seconds);
-    (*server)->Shutdown(drain_seconds);
-  });
+  std::thread stopper(DrainOnStopSignal, std::ref(**server), flags.drain_seconds);
   (*server)->Wait();
   stopper.join();
   spdlog::info("pricerd stopped");

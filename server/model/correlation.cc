@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace pricer {
 namespace {
@@ -20,8 +21,7 @@ absl::Status Bad(int64_t i, int64_t j, double value, absl::string_view rule) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<float>> CholeskyFactor(const std::vector<double>& correlation,
-                                                  int64_t n) {
+absl::Status CheckCorrelation(const std::vector<double>& correlation, int64_t n) {
   auto at = [&](int64_t i, int64_t j) { return correlation[static_cast<size_t>(i * n + j)]; };
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -37,6 +37,12 @@ absl::StatusOr<std::vector<float>> CholeskyFactor(const std::vector<double>& cor
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> CholeskyFactor(const std::vector<double>& correlation,
+                                                  int64_t n) {
+  RETURN_IF_ERROR(CheckCorrelation(correlation, n));
   // dpotrf on the lower triangle, column-major: the same numbers as the
   // row-major upper triangle of a symmetric matrix.
   std::vector<double> factor(correlation);

@@ -10,6 +10,11 @@
 
 namespace pricer {
 
+// INVALID_ARGUMENT naming the entry of `correlation` (n x n, row-major) that
+// breaks a rule: symmetry, the unit diagonal, entries in [-1, 1]. Positive
+// definiteness needs the factorisation (CholeskyFactor).
+absl::Status CheckCorrelation(const std::vector<double>& correlation, int64_t n);
+
 // Checks `correlation` (n x n, row-major) and returns its Cholesky factor L
 // (n x n, column-major, lower triangle, zeros above) in float32, the
 // precision the shocks are computed in. INVALID_ARGUMENT names the check that

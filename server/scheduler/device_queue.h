@@ -34,7 +34,8 @@ class DeviceQueue {
   // a priority the client served longest ago, and within a client its job
   // served longest ago. So a client with 60 jobs queued takes one turn in two
   // against a client with one. `schedules[k]` is jobs()[k]'s.
-  std::vector<size_t> PickOrder(size_t device, const std::vector<const JobSchedule*>& schedules) const;
+  std::vector<size_t> PickOrder(size_t device,
+                                const std::vector<const JobSchedule*>& schedules) const;
   // Records that `job` took a task here: it and its client go last.
   void MarkServed(const Job& job, JobSchedule& schedule, size_t device);
 

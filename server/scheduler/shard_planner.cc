@@ -76,8 +76,8 @@ bool FitsEveryDevice(const JobSpec& spec, const std::vector<PlannerDevice>& devi
                      int64_t width) {
   for (const PlannerDevice& d : devices) {
     const Device& device = *d.device;
-    if (d.lost.empty() && device.ResidentBytes(spec) + device.ShardBytes(spec, width) >
-                              device.memory().budget()) {
+    if (d.lost.empty() &&
+        device.ResidentBytes(spec) + device.ShardBytes(spec, width) > device.memory().budget()) {
       return false;
     }
   }
@@ -96,9 +96,9 @@ DevicePlan PlanDevice(const JobSpec& spec, const PlannerDevice& planned, const S
   const int64_t room = device.memory().budget() - p.resident_bytes;
   if (!planned.lost.empty() || room < p.shard_bytes) return p;
   const int64_t by_memory = p.shard_bytes > 0 ? room / p.shard_bytes : INT64_MAX;
-  p.shards_in_flight = std::min<int64_t>({by_memory, max_shards_in_flight,
-                                          device.MaxShardsInFlight(),
-                                          std::max<int64_t>(1, plan.shard_count)});
+  p.shards_in_flight =
+      std::min<int64_t>({by_memory, max_shards_in_flight, device.MaxShardsInFlight(),
+                         std::max<int64_t>(1, plan.shard_count)});
   return p;
 }
 
@@ -112,9 +112,9 @@ absl::Status FitsNoDevice(const JobSpec& spec, const std::vector<PlannerDevice>&
     largest_budget = std::max(largest_budget, devices[d].device->memory().budget());
   }
   return absl::ResourceExhaustedError(
-      absl::StrCat("the job needs ", needed, " bytes on a device (terminal prices for ",
-                   spec.paths, " paths x ", spec.market.issuers(), " issuers plus one shard of ",
-                   width, " columns); the largest device budget is ", largest_budget, " bytes"));
+      absl::StrCat("the job needs ", needed, " bytes on a device (terminal prices for ", spec.paths,
+                   " paths x ", spec.market.issuers(), " issuers plus one shard of ", width,
+                   " columns); the largest device budget is ", largest_budget, " bytes"));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "pricer/version.h"
 #include "spdlog/spdlog.h"
 
@@ -53,7 +54,7 @@ absl::Status CheckListenAddress(const char* flag, const std::string& address) {
 }
 
 absl::Status CheckAddresses(const ServerOptions& options) {
-  if (absl::Status s = CheckListenAddress("--listen", options.listen); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckListenAddress("--listen", options.listen));
   if (options.metrics_listen.empty()) return absl::OkStatus();
   return CheckListenAddress("--metrics-listen", options.metrics_listen);
 }
@@ -80,81 +81,43 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsFi
   if (tls.cert_file.empty() || tls.key_file.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
-  absl::StatusOr<std::string> cert = ReadPem("--tls-cert", tls.cert_file);
-  if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPem("--tls-key", tls.key_file);
-  if (!key.ok()) return key.status();
+  ASSIGN_OR_RETURN(std::string cert, ReadPem("--tls-cert", tls.cert_file));
+  ASSIGN_OR_RETURN(std::string key, ReadPem("--tls-key", tls.key_file));
   grpc::SslServerCredentialsOptions ssl;
-  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  ssl.pem_key_cert_pairs.push_back({key, cert});
   if (!tls.client_ca_file.empty()) {
-    absl::StatusOr<std::string> ca = ReadPem("--tls-client-ca", tls.client_ca_file);
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("--tls-client-ca", tls.client_ca_file));
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(ssl);
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(const ServerOptions& options) {
-  // Bad addresses first: they need no devices to be found out.
-  if (absl::Status s = CheckAddresses(options); !s.ok()) return s;
-  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-      MakeDevices(options.devices, options.device_memory);
-  if (!devices.ok()) return devices.status();
-  return StartOn(options, *std::move(devices));
-}
-
-absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
-    const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
-  if (absl::Status s = CheckAddresses(options); !s.ok()) return s;
-  return StartOn(options, std::move(devices));
-}
-
-absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::StartOn(
-    const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options.tls);
-  if (!credentials.ok()) return credentials.status();
+// The service's options but its metrics, which exist once the engine does.
+absl::StatusOr<ServiceOptions> ToServiceOptions(const ServerOptions& options) {
   ServiceOptions service_options;
   service_options.max_request_bytes = options.max_request_bytes;
   service_options.max_queued_jobs = options.engine.max_queued_jobs;
   if (!options.auth_tokens_file.empty()) {
-    absl::StatusOr<Authenticator> authenticator = Authenticator::FromFile(options.auth_tokens_file);
-    if (!authenticator.ok()) return authenticator.status();
-    service_options.authenticator = *std::move(authenticator);
+    ASSIGN_OR_RETURN(service_options.authenticator,
+                     Authenticator::FromFile(options.auth_tokens_file));
   }
-  if (!options.scenario_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.scenario_dir, error);
-    if (error) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--scenario-dir ", options.scenario_dir, ": ", error.message()));
-    }
-  }
+  return service_options;
+}
 
-  std::unique_ptr<PricerServer> server(new PricerServer());
-  EngineOptions engine_options = options.engine;
-  // A lost device may leave none to serve with: health follows.
-  engine_options.on_device_lost = [s = server.get()](bool any_device_usable) {
-    if (!any_device_usable && s->server_ != nullptr) s->SetServing(false);
-  };
-  server->engine_ = std::make_unique<Engine>(std::move(devices), engine_options);
-  server->store_ =
-      std::make_unique<ScenarioStore>(options.scenario_store_bytes, options.scenario_dir);
-  if (!options.metrics_listen.empty()) {
-    absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics =
-        ServerMetrics::Start(options.metrics_listen, *server->engine_, *server->store_);
-    if (!metrics.ok()) return metrics.status();
-    server->metrics_ = *std::move(metrics);
-    service_options.metrics = server->metrics_.get();
+// --scenario-dir and its parents, when set and missing.
+absl::Status CreateScenarioDir(const std::string& dir) {
+  if (dir.empty()) return absl::OkStatus();
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat("--scenario-dir ", dir, ": ", error.message()));
   }
-  server->service_ = std::make_unique<PricerService>(*server->engine_, *server->store_,
-                                                     std::move(service_options));
+  return absl::OkStatus();
+}
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
+// The HTTP/2 settings of the listening port: no port sharing, client pings,
+// connection age and the largest message read.
+void ConfigureTransport(const ServerOptions& options, grpc::ServerBuilder& builder) {
   // gRPC shares a port between servers by default (SO_REUSEPORT): a second
   // pricerd on a busy port must fail instead of taking half the calls.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -169,39 +132,97 @@ absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::StartOn(
     // Calls running on an old connection are never cut: they end on it.
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, INT_MAX);
   }
-  builder.AddListeningPort(options.listen, *credentials, &server->port_);
-  builder.RegisterService(server->service_.get());
   // The transport reads requests up to twice the limit, so that one over the
   // limit reaches the service and is refused with a message that explains
   // the limit; anything larger is dropped by gRPC itself.
   const int64_t transport_limit = std::min<int64_t>(2 * options.max_request_bytes, INT32_MAX);
   builder.SetMaxReceiveMessageSize(static_cast<int>(transport_limit));
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    server->server_.reset();
+}
+
+bool AnyDeviceUsable(const Engine& engine) {
+  for (const DeviceStatus& d : engine.DeviceStatuses()) {
+    if (d.lost.empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(const ServerOptions& options) {
+  // Bad addresses first: they need no devices to be found out.
+  RETURN_IF_ERROR(CheckAddresses(options));
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> devices,
+                   MakeDevices(options.devices, options.device_memory));
+  return StartOn(options, std::move(devices));
+}
+
+absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
+    const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
+  RETURN_IF_ERROR(CheckAddresses(options));
+  return StartOn(options, std::move(devices));
+}
+
+absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::StartOn(
+    const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, Credentials(options.tls));
+  ASSIGN_OR_RETURN(ServiceOptions service_options, ToServiceOptions(options));
+  RETURN_IF_ERROR(CreateScenarioDir(options.scenario_dir));
+  std::unique_ptr<PricerServer> server(new PricerServer());
+  RETURN_IF_ERROR(server->StartService(options, std::move(devices), std::move(service_options)));
+  RETURN_IF_ERROR(server->Listen(options, credentials));
+  server->SetServing(AnyDeviceUsable(*server->engine_));
+  server->LogStarted(options);
+  return server;
+}
+
+absl::Status PricerServer::StartService(const ServerOptions& options,
+                                        std::vector<std::unique_ptr<Device>> devices,
+                                        ServiceOptions service_options) {
+  EngineOptions engine_options = options.engine;
+  // A lost device may leave none to serve with: health follows.
+  engine_options.on_device_lost = [this](bool any_device_usable) {
+    if (!any_device_usable && server_ != nullptr) SetServing(false);
+  };
+  engine_ = std::make_unique<Engine>(std::move(devices), engine_options);
+  store_ = std::make_unique<ScenarioStore>(options.scenario_store_bytes, options.scenario_dir);
+  if (!options.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(metrics_, ServerMetrics::Start(options.metrics_listen, *engine_, *store_));
+    service_options.metrics = metrics_.get();
+  }
+  service_ = std::make_unique<PricerService>(*engine_, *store_, std::move(service_options));
+  return absl::OkStatus();
+}
+
+absl::Status PricerServer::Listen(const ServerOptions& options,
+                                  std::shared_ptr<grpc::ServerCredentials> credentials) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  ConfigureTransport(options, builder);
+  builder.AddListeningPort(options.listen, std::move(credentials), &port_);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", options.listen,
         ": the port is in use, or the address is not one of this host's, or not permitted"));
   }
-  const bool any_usable = [&] {
-    for (const DeviceStatus& d : server->engine_->DeviceStatuses()) {
-      if (d.lost.empty()) return true;
-    }
-    return false;
-  }();
-  server->SetServing(any_usable);
+  return absl::OkStatus();
+}
+
+void PricerServer::LogStarted(const ServerOptions& options) const {
   spdlog::info("pricerd {} ({})", kVersion, kBuildOptions);
-  for (const DeviceStatus& d : server->engine_->DeviceStatuses()) {
+  for (const DeviceStatus& d : engine_->DeviceStatuses()) {
     spdlog::info("device {} ({}), memory budget {} bytes", d.name, d.kind, d.memory_budget_bytes);
   }
-  spdlog::info("pricerd listening on {} (port {}){}{}", options.listen, server->port_,
+  spdlog::info("pricerd listening on {} (port {}){}{}", options.listen, port_,
                options.tls.cert_file.empty() ? ", plaintext" : ", TLS",
                options.tls.client_ca_file.empty() ? "" : " with client certificates");
-  if (server->metrics_ != nullptr) {
+  if (metrics_ != nullptr) {
     const std::string host = options.metrics_listen.substr(0, options.metrics_listen.rfind(':'));
-    spdlog::info("metrics on http://{}:{}/metrics", host, server->metrics_->port());
+    spdlog::info("metrics on http://{}:{}/metrics", host, metrics_->port());
   }
-  return server;
 }
 
 PricerServer::~PricerServer() { Shutdown(); }

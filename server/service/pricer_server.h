@@ -4,6 +4,7 @@
 // it in-process on port 0.
 #pragma once
 
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 
 #include <cstdint>
@@ -12,9 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/scheduler/engine.h"
 #include "server/backends/device_registry.h"
+#include "server/scheduler/engine.h"
 #include "server/service/pricer_service.h"
 #include "server/service/server_metrics.h"
 
@@ -84,6 +86,17 @@ class PricerServer {
   // Start, once the addresses are checked.
   static absl::StatusOr<std::unique_ptr<PricerServer>> StartOn(
       const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices);
+  // The engine on `devices`, the store, the metrics endpoint when asked and
+  // the service; UNAVAILABLE when the metrics port cannot be bound.
+  absl::Status StartService(const ServerOptions& options,
+                            std::vector<std::unique_ptr<Device>> devices,
+                            ServiceOptions service_options);
+  // The gRPC server on options.listen (sets port_); UNAVAILABLE naming the
+  // address when it cannot listen.
+  absl::Status Listen(const ServerOptions& options,
+                      std::shared_ptr<grpc::ServerCredentials> credentials);
+  // The version, the devices and the addresses served.
+  void LogStarted(const ServerOptions& options) const;
   // SERVING for "" and pricer.v1.Pricer, or NOT_SERVING.
   void SetServing(bool serving);
 

@@ -4,17 +4,18 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "pricer/v1/pricer.grpc.pb.h"
 #include "server/scheduler/engine.h"
-#include "server/store/scenario_store.h"
 #include "server/service/auth.h"
+#include "server/service/bounded_executor.h"
 #include "server/service/call_record.h"
 #include "server/service/server_metrics.h"
+#include "server/store/scenario_store.h"
 
 namespace pricer {
 
@@ -59,6 +60,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   void EndCall(CallRecord call, bool active);
   Engine& engine() { return engine_; }
   ScenarioStore& store() { return store_; }
+  BoundedExecutor& uploads() { return uploads_; }
   const ServiceOptions& options() const { return options_; }
 
  private:
@@ -66,10 +68,13 @@ class PricerService final : public v1::Pricer::CallbackService {
   ScenarioStore& store_;
   const ServiceOptions options_;
   const std::string server_id_;  // ListDevicesReply.server_id
-  mutable std::mutex mu_;
-  mutable std::condition_variable calls_ended_;
+  bool NoActiveCalls() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return active_calls_ == 0; }
+
+  mutable absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t active_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  // Stores uploaded sets: 2 at once, 16 more may wait (then RESOURCE_EXHAUSTED).
+  BoundedExecutor uploads_{2, 16};
 };
 
 }  // namespace pricer

@@ -73,4 +73,31 @@ void ToFinishedReply(const JobSummary& summary, v1::PriceReply* reply) {
   finished->set_statistics_seconds(summary.statistics_seconds);
 }
 
+void ToScenarioSetReply(const StoredSet& stored, v1::ScenarioSet* reply) {
+  reply->set_id(stored.id);
+  reply->set_rows(stored.rows);
+  reply->set_columns(stored.columns);
+  reply->set_bytes(stored.bytes);
+  reply->set_existed(stored.existed);
+}
+
+void ToListDevicesReply(const std::vector<DeviceStatus>& devices, const EngineStatus& engine,
+                        int64_t max_queued_jobs, v1::ListDevicesReply* reply) {
+  for (const DeviceStatus& status : devices) {
+    v1::DeviceInfo* info = reply->add_devices();
+    info->set_name(status.name);
+    info->set_kind(status.kind);
+    info->set_memory_budget_bytes(status.memory_budget_bytes);
+    info->set_bytes_in_use(status.bytes_in_use);
+    info->set_peak_bytes(status.peak_bytes);
+    info->set_shards_done(status.shards_done);
+    info->set_busy_seconds(status.busy_seconds);
+    info->set_lost(status.lost);
+  }
+  reply->set_queued_jobs(engine.queued_jobs);
+  reply->set_max_queued_jobs(max_queued_jobs);
+  reply->set_pending_bytes(engine.pending_bytes);
+  reply->set_max_pending_bytes(engine.max_pending_bytes);
+}
+
 }  // namespace pricer

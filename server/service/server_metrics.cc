@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "pricer/version.h"
 #include "prometheus/collectable.h"
 #include "prometheus/counter.h"
@@ -35,97 +36,116 @@ struct ServerMetrics::Families {
   prometheus::Family<prometheus::Histogram>& job_seconds;
 };
 
+namespace {
+
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// A new family at the end of `out`. Families are filled one at a time: `out`
+// may reallocate when the next one is added.
+MetricFamily* AddFamily(std::vector<MetricFamily>& out, const char* name, const char* help,
+                        MetricType type) {
+  out.push_back(MetricFamily{name, help, type, {}});
+  return &out.back();
+}
+
+// One sample of `family` (a counter or a gauge).
+void AddSample(MetricFamily* family, std::vector<prometheus::ClientMetric::Label> labels,
+               double value) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  if (family->type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family->metric.push_back(std::move(metric));
+}
+
+// pricer_device_*, pricer_flops_total and pricer_shards_total, by device.
+void AddDeviceFamilies(const std::vector<DeviceStatus>& devices, std::vector<MetricFamily>& out) {
+  struct DeviceValue {
+    const char* name;
+    const char* help;
+    MetricType type;
+    double (*value)(const DeviceStatus&);
+  };
+  const DeviceValue per_device[] = {
+      {"pricer_device_memory_budget_bytes", "Memory budget of the device, bytes.",
+       MetricType::Gauge, [](const DeviceStatus& d) { return double(d.memory_budget_bytes); }},
+      {"pricer_device_memory_in_use_bytes", "Device memory the engine holds now, bytes.",
+       MetricType::Gauge, [](const DeviceStatus& d) { return double(d.bytes_in_use); }},
+      {"pricer_device_memory_peak_bytes", "Most device memory the engine held, bytes.",
+       MetricType::Gauge, [](const DeviceStatus& d) { return double(d.peak_bytes); }},
+      {"pricer_device_busy_seconds_total", "Time the device ran at least one task, seconds.",
+       MetricType::Counter, [](const DeviceStatus& d) { return d.busy_seconds; }},
+      {"pricer_flops_total",
+       "GEMM floating-point operations of the shards done (2 P N per column).", MetricType::Counter,
+       [](const DeviceStatus& d) { return d.flops; }},
+      {"pricer_device_lost", "1 when the device was lost and takes no more work.",
+       MetricType::Gauge, [](const DeviceStatus& d) { return d.lost.empty() ? 0.0 : 1.0; }},
+  };
+  for (const DeviceValue& v : per_device) {
+    MetricFamily* f = AddFamily(out, v.name, v.help, v.type);
+    for (const DeviceStatus& d : devices) AddSample(f, {{"device", d.name}}, v.value(d));
+  }
+  MetricFamily* shards =
+      AddFamily(out, "pricer_shards_total",
+                "Shard tasks by device and result: done, failed (then retried elsewhere or fatal), "
+                "retried (run here after failing elsewhere).",
+                MetricType::Counter);
+  for (const DeviceStatus& d : devices) {
+    AddSample(shards, {{"device", d.name}, {"result", "done"}}, double(d.shards_done));
+    AddSample(shards, {{"device", d.name}, {"result", "failed"}}, double(d.shards_failed));
+    AddSample(shards, {{"device", d.name}, {"result", "retried"}}, double(d.shards_retried));
+  }
+}
+
+// The queue (pricer_jobs, pricer_queue_wait_average_seconds) and the unsent
+// result chunks.
+void AddQueueFamilies(const EngineStatus& status, std::vector<MetricFamily>& out) {
+  MetricFamily* jobs =
+      AddFamily(out, "pricer_jobs",
+                "Jobs admitted and not finished: queued (no task started yet) or running.",
+                MetricType::Gauge);
+  AddSample(jobs, {{"state", "queued"}}, double(status.waiting_jobs));
+  AddSample(jobs, {{"state", "running"}}, double(status.queued_jobs - status.waiting_jobs));
+  AddSample(AddFamily(out, "pricer_queue_wait_average_seconds",
+                      "Average time the jobs now queued have waited so far, seconds (0 when none "
+                      "waits): the autoscaling signal.",
+                      MetricType::Gauge),
+            {}, status.average_wait_seconds);
+  AddSample(AddFamily(out, "pricer_pending_chunk_bytes",
+                      "Host bytes held for result chunks not yet sent.", MetricType::Gauge),
+            {}, double(status.pending_bytes));
+  AddSample(AddFamily(out, "pricer_pending_chunk_limit_bytes",
+                      "Bound on the host bytes for unsent result chunks (--max-pending-bytes).",
+                      MetricType::Gauge),
+            {}, double(status.max_pending_bytes));
+}
+
+}  // namespace
+
 // The engine's and the store's state, read when Prometheus scrapes.
 class EngineCollector final : public prometheus::Collectable {
  public:
   EngineCollector(const Engine& engine, const ScenarioStore& store)
       : engine_(engine), store_(store) {}
 
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    std::vector<prometheus::MetricFamily> out;
-    auto family = [&](const char* name, const char* help, prometheus::MetricType type) {
-      out.push_back(prometheus::MetricFamily{name, help, type, {}});
-      return &out.back();
-    };
-    auto add = [](prometheus::MetricFamily* f, std::vector<prometheus::ClientMetric::Label> labels,
-                  double value) {
-      prometheus::ClientMetric metric;
-      metric.label = std::move(labels);
-      if (f->type == prometheus::MetricType::Counter) {
-        metric.counter.value = value;
-      } else {
-        metric.gauge.value = value;
-      }
-      f->metric.push_back(std::move(metric));
-    };
-    using prometheus::MetricType;
-
-    const std::vector<DeviceStatus> devices = engine_.DeviceStatuses();
-    // Families are filled one at a time: `out` may reallocate between them.
-    struct DeviceValue {
-      const char* name;
-      const char* help;
-      MetricType type;
-      double (*value)(const DeviceStatus&);
-    };
-    const DeviceValue per_device[] = {
-        {"pricer_device_memory_budget_bytes", "Memory budget of the device, bytes.",
-         MetricType::Gauge, [](const DeviceStatus& d) { return double(d.memory_budget_bytes); }},
-        {"pricer_device_memory_in_use_bytes", "Device memory the engine holds now, bytes.",
-         MetricType::Gauge, [](const DeviceStatus& d) { return double(d.bytes_in_use); }},
-        {"pricer_device_memory_peak_bytes", "Most device memory the engine held, bytes.",
-         MetricType::Gauge, [](const DeviceStatus& d) { return double(d.peak_bytes); }},
-        {"pricer_device_busy_seconds_total", "Time the device ran at least one task, seconds.",
-         MetricType::Counter, [](const DeviceStatus& d) { return d.busy_seconds; }},
-        {"pricer_flops_total",
-         "GEMM floating-point operations of the shards done (2 P N per column).",
-         MetricType::Counter, [](const DeviceStatus& d) { return d.flops; }},
-        {"pricer_device_lost", "1 when the device was lost and takes no more work.",
-         MetricType::Gauge, [](const DeviceStatus& d) { return d.lost.empty() ? 0.0 : 1.0; }},
-    };
-    for (const DeviceValue& v : per_device) {
-      prometheus::MetricFamily* f = family(v.name, v.help, v.type);
-      for (const DeviceStatus& d : devices) add(f, {{"device", d.name}}, v.value(d));
-    }
-    prometheus::MetricFamily* shards =
-        family("pricer_shards_total",
-               "Shard tasks by device and result: done, failed (then retried elsewhere or fatal), "
-               "retried (run here after failing elsewhere).",
-               MetricType::Counter);
-    for (const DeviceStatus& d : devices) {
-      add(shards, {{"device", d.name}, {"result", "done"}}, double(d.shards_done));
-      add(shards, {{"device", d.name}, {"result", "failed"}}, double(d.shards_failed));
-      add(shards, {{"device", d.name}, {"result", "retried"}}, double(d.shards_retried));
-    }
-
-    const EngineStatus status = engine_.Status();
-    prometheus::MetricFamily* jobs = family(
-        "pricer_jobs", "Jobs admitted and not finished: queued (no task started yet) or running.",
-        MetricType::Gauge);
-    add(jobs, {{"state", "queued"}}, double(status.waiting_jobs));
-    add(jobs, {{"state", "running"}}, double(status.queued_jobs - status.waiting_jobs));
-    add(family("pricer_queue_wait_average_seconds",
-               "Average time the jobs now queued have waited so far, seconds (0 when none "
-               "waits): the autoscaling signal.",
-               MetricType::Gauge),
-        {}, status.average_wait_seconds);
-    add(family("pricer_pending_chunk_bytes", "Host bytes held for result chunks not yet sent.",
-               MetricType::Gauge),
-        {}, double(status.pending_bytes));
-    add(family("pricer_pending_chunk_limit_bytes",
-               "Bound on the host bytes for unsent result chunks (--max-pending-bytes).",
-               MetricType::Gauge),
-        {}, double(status.max_pending_bytes));
-    add(family("pricer_scenario_store_bytes", "Uploaded scenario sets held in memory, bytes.",
-               MetricType::Gauge),
-        {}, double(store_.bytes_in_memory()));
-    add(family("pricer_scenario_store_limit_bytes",
-               "Bound on the scenario sets held in memory (--scenario-store-bytes).",
-               MetricType::Gauge),
-        {}, double(store_.max_bytes()));
-    add(family("pricer_build_info", "The server's version and build options (always 1).",
-               MetricType::Gauge),
-        {{"version", kVersion}, {"build", kBuildOptions}}, 1.0);
+  std::vector<MetricFamily> Collect() const override {
+    std::vector<MetricFamily> out;
+    AddDeviceFamilies(engine_.DeviceStatuses(), out);
+    AddQueueFamilies(engine_.Status(), out);
+    AddSample(AddFamily(out, "pricer_scenario_store_bytes",
+                        "Uploaded scenario sets held in memory, bytes.", MetricType::Gauge),
+              {}, double(store_.bytes_in_memory()));
+    AddSample(AddFamily(out, "pricer_scenario_store_limit_bytes",
+                        "Bound on the scenario sets held in memory (--scenario-store-bytes).",
+                        MetricType::Gauge),
+              {}, double(store_.max_bytes()));
+    AddSample(AddFamily(out, "pricer_build_info",
+                        "The server's version and build options (always 1).", MetricType::Gauge),
+              {{"version", kVersion}, {"build", kBuildOptions}}, 1.0);
     return out;
   }
 
@@ -213,13 +233,12 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
     metrics->families_->job_seconds.Add({{"phase", phase}}, kSecondsBuckets);
   }
   metrics->collector_ = std::make_shared<EngineCollector>(engine, store);
-  absl::StatusOr<std::string> address = WithFreePort(listen);
-  if (!address.ok()) return address.status();
+  ASSIGN_OR_RETURN(const std::string address, WithFreePort(listen));
   try {
-    metrics->exposer_ = std::make_unique<prometheus::Exposer>(*address, 2);
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(address, 2);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot serve metrics on --metrics-listen ", *address,
+        "cannot serve metrics on --metrics-listen ", address,
         ": the port is in use, or the address is not one of this host's (", e.what(), ")"));
   }
   metrics->exposer_->RegisterCollectable(metrics->registry_);

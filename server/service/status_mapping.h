@@ -8,9 +8,13 @@
 
 namespace pricer {
 
+inline grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
+  return static_cast<grpc::StatusCode>(code);
+}
+
 inline grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  return grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
 }
 
 }  // namespace pricer

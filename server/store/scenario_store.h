@@ -5,9 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <list>
 #include <memory>
-#include <fstream>
 #include <string>
 #include <unordered_map>
 #include <vector>

@@ -7,7 +7,6 @@
 namespace pricer {
 namespace {
 
-
 // Values sampled per column to guess the lower tail's threshold.
 constexpr int64_t kSample = 256;
 // Independent accumulators of the moments pass.

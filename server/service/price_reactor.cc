@@ -1,0 +1,213 @@
+#include "server/service/price_reactor.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
+#include "server/service/reply_encoding.h"
+#include "server/service/request_validation.h"
+#include "server/service/status_mapping.h"
+#include "spdlog/spdlog.h"
+
+namespace pricer {
+namespace {
+
+// One Price call: writes `accepted`, then each chunk as the engine queues it,
+// then `finished`. The engine's threads wake it through the stream listener;
+// gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
+class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
+ public:
+  PriceReactor(PricerService& service, const grpc::CallbackServerContext& context,
+               const v1::PriceRequest& request)
+      : service_(service) {
+    call_.method = "Price";
+    absl::StatusOr<ClientIdentity> client = service.BeginCall(context, true, &call_);
+    if (!client.ok()) {
+      FinishBefore(client.status());
+      return;
+    }
+    active_ = true;
+    absl::StatusOr<std::shared_ptr<Job>> job = Submit(context, request, *client);
+    if (!job.ok()) {
+      FinishBefore(job.status());
+      return;
+    }
+    job_ = *std::move(job);
+    call_.job = job_->id();
+    call_.columns = job_->spec().column_end - job_->spec().column_begin;
+    const ShardPlan& plan = job_->plan();
+    spdlog::info("{}: client {}, {} issuers, {} paths, columns [{}, {}), {} shards of {} columns",
+                 job_->id(), call_.client, job_->spec().market.issuers(), job_->spec().paths,
+                 job_->spec().column_begin, job_->spec().column_end, plan.shard_count,
+                 plan.shard_columns);
+    // `accepted` goes first, once the job's inputs are ready (after its
+    // preparation): a request its preparation refuses gets no reply.
+    job_->results().SetListener([this] { WriteNext(); });
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    int64_t sent = 0;
+    int64_t reply_bytes = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      sent = std::exchange(bytes_in_flight_, 0);
+      reply_bytes = std::exchange(reply_bytes_in_flight_, 0);
+      if (ok) call_.bytes += reply_bytes;
+    }
+    if (sent > 0) job_->results().Release(sent);
+    if (!ok) {
+      // The stream broke (the client went away); stop the job.
+      job_->Cancel(absl::CancelledError("the reply stream broke"));
+      FinishOnce(absl::CancelledError("the reply stream broke"));
+      return;
+    }
+    if (ServerMetrics* metrics = service_.options().metrics) metrics->AddStreamedBytes(reply_bytes);
+    WriteNext();
+  }
+
+  void OnCancel() override {
+    cancelled_ = true;
+    if (job_ != nullptr) job_->Cancel(absl::CancelledError("the client cancelled the call"));
+  }
+
+  void OnDone() override {
+    if (job_ != nullptr) {
+      job_->results().DetachListener();
+      job_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
+      const JobSummary summary = job_->Summary();
+      call_.flops = summary.flops;
+      if (ServerMetrics* metrics = service_.options().metrics) metrics->RecordJob(summary);
+    }
+    // A caller that cancelled or went away: its call ends CANCELLED, whatever
+    // the server last tried to send.
+    if (cancelled_) call_.code = grpc::StatusCode::CANCELLED;
+    service_.EndCall(std::move(call_), active_);
+    delete this;
+  }
+
+ private:
+  // Checks the request, and submits its job.
+  absl::StatusOr<std::shared_ptr<Job>> Submit(const grpc::CallbackServerContext& context,
+                                              const v1::PriceRequest& request,
+                                              const ClientIdentity& client) {
+    const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
+    const int64_t max_request_bytes = service_.options().max_request_bytes;
+    if (request_bytes > max_request_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the request has ", request_bytes, " bytes, over this server's limit of ",
+                       max_request_bytes,
+                       " bytes (--max-request-bytes); upload a large scenario matrix with "
+                       "UploadScenarios (pricer upload) and name it in scenarios.scenario_set"));
+    }
+    ASSIGN_OR_RETURN(JobSpec spec, ToJobSpec(request, service_.store()));
+    if (spec.priority > client.max_priority) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("priority is ", spec.priority, ": client ", client.name,
+                       " may ask for at most ", client.max_priority,
+                       service_.options().authenticator.enabled()
+                           ? " (its max-priority in --auth-tokens-file)"
+                           : " (a server without --auth-tokens-file gives every client 0)"));
+    }
+    spec.client = client.name;
+    // The call's deadline also stops the engine's work on it.
+    const auto deadline = context.deadline();
+    if (deadline != std::chrono::system_clock::time_point::max()) {
+      spec.deadline = std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          deadline - std::chrono::system_clock::now());
+    }
+    return service_.engine().Submit(std::move(spec));
+  }
+
+  // Refuses the call before any job exists.
+  void FinishBefore(const absl::Status& status) {
+    call_.code = ToGrpcCode(status.code());
+    if (status.code() != absl::StatusCode::kUnauthenticated &&
+        status.code() != absl::StatusCode::kUnavailable) {
+      spdlog::info("refused a price request from {}: {}", call_.peer,
+                   std::string(status.message()));
+    }
+    Finish(ToGrpcStatus(status));
+  }
+
+  // Starts the next write, if none is in flight: `accepted`, the chunks,
+  // `finished`; or finishes the call when the stream is drained.
+  void WriteNext() ABSL_LOCKS_EXCLUDED(mu_) {
+    mu_.Lock();
+    if (writing_ || finished_) {
+      mu_.Unlock();
+      return;
+    }
+    absl::Status status;
+    if (!accepted_sent_ && job_->results().ready()) {
+      ToAcceptedReply(*job_, &reply_);
+      accepted_sent_ = true;
+    } else if (std::optional<ResultChunk> chunk;
+               accepted_sent_ && (chunk = job_->results().Pop()).has_value()) {
+      ToReply(*chunk, job_->spec().output.statistics, &reply_);
+      bytes_in_flight_ = chunk->payload_bytes();
+    } else if (!job_->results().Drained(&status)) {
+      mu_.Unlock();
+      return;
+    } else if (status.ok() && !finished_sent_) {
+      const JobSummary summary = job_->Summary();
+      ToFinishedReply(summary, &reply_);
+      finished_sent_ = true;
+      spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,
+                   summary.flops / summary.elapsed_seconds / 1e9);
+    } else {
+      finished_ = true;
+      call_.code = ToGrpcCode(status.code());
+      mu_.Unlock();
+      Finish(ToGrpcStatus(status));
+      return;
+    }
+    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
+    writing_ = true;
+    mu_.Unlock();
+    StartWrite(&reply_);
+  }
+
+  void FinishOnce(const absl::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+      call_.code = ToGrpcCode(status.code());
+    }
+    Finish(ToGrpcStatus(status));
+  }
+
+  PricerService& service_;
+  bool active_ = false;  // counted among the active calls (not refused)
+  std::atomic<bool> cancelled_{false};
+  std::shared_ptr<Job> job_;
+  absl::Mutex mu_;
+  // Its code and bytes are written under mu_ once the call streams; OnDone
+  // reads it after the last write.
+  CallRecord call_;
+  v1::PriceReply reply_ ABSL_GUARDED_BY(mu_);               // the message being written
+  int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;        // payload of the chunk being written
+  int64_t reply_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // its serialized size
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool accepted_sent_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_sent_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::PriceReply>* NewPriceReactor(
+    PricerService& service, const grpc::CallbackServerContext& context,
+    const v1::PriceRequest& request) {
+  return new PriceReactor(service, context, request);
+}
+
+}  // namespace pricer

@@ -1,0 +1,16 @@
+// One Price call (PriceReactor, in price_reactor.cc): checks and submits the
+// request on the gRPC thread that receives it, then writes `accepted` once the
+// job's inputs are ready, each chunk as the engine queues it, and `finished`.
+#pragma once
+
+#include "pricer/v1/pricer.grpc.pb.h"
+#include "server/service/pricer_service.h"
+
+namespace pricer {
+
+// The reactor of one Price call; it deletes itself when the call is done.
+grpc::ServerWriteReactor<v1::PriceReply>* NewPriceReactor(
+    PricerService& service, const grpc::CallbackServerContext& context,
+    const v1::PriceRequest& request);
+
+}  // namespace pricer
