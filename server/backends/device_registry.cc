@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "server/backends/cpu/cpu_device.h"
 #include "spdlog/spdlog.h"
 #if defined(PRICER_HAVE_CUDA)
@@ -119,10 +120,9 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeGpuDevices(absl::string
   }
   std::vector<std::unique_ptr<Device>> out;
   for (int ordinal : ordinals) {
-    absl::StatusOr<std::unique_ptr<CudaDevice>> device =
-        MakeCudaDevice(ordinal, memory.bytes, memory.fraction);
-    if (!device.ok()) return device.status();
-    out.push_back(*std::move(device));
+    ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device,
+                     MakeCudaDevice(ordinal, memory.bytes, memory.fraction));
+    out.push_back(std::move(device));
   }
   return out;
 #else

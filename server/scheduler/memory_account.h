@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "server/scheduler/allocation_table.h"
 
 namespace pricer {
@@ -87,7 +88,7 @@ class AccountedArray {
                                AccountedArray* out, const Memory& memory = {}) {
     const int64_t bytes = std::max<int64_t>(size, 1) * static_cast<int64_t>(sizeof(T));
     out->Reset();  // the old array's bytes first, so a replacement that fits is not refused
-    if (absl::Status s = account.Reserve(bytes, what); !s.ok()) return s;
+    RETURN_IF_ERROR(account.Reserve(bytes, what));
     void* data = nullptr;
     if (absl::Status s = memory.Allocate(bytes, what, &data); !s.ok()) {
       account.Release(bytes);

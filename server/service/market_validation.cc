@@ -12,6 +12,11 @@
 namespace pricer {
 namespace {
 
+// A generated market of at most this many issuers is drawn here, like the
+// checks of an explicit market of that size (O(N), well under a
+// millisecond); a larger one is left to the job's preparation.
+constexpr int64_t kMaxIssuersDrawnAtValidation = 10'000;
+
 absl::Status ToExplicitMarket(const v1::ExplicitMarket& e, Market* out) {
   Market& market = *out;
   RETURN_IF_ERROR(CheckRange("market.explicit.spot size", e.spot_size(), 1, kMaxIssuers));
@@ -57,9 +62,15 @@ absl::Status ToGeneratedMarket(const v1::GeneratedMarket& g, Market* out, Prepar
     return Invalid("market.generated.volatility_max", g.volatility_max(),
                    absl::StrCat("must be >= volatility_min ", g.volatility_min()));
   }
+  const MarketDraw draw{g.issuers(),  g.seed(),           g.spot_min(),
+                        g.spot_max(), g.volatility_min(), g.volatility_max()};
+  if (g.issuers() <= kMaxIssuersDrawnAtValidation) {
+    market.spot = DrawSpots(draw);
+    market.volatility = DrawVolatilities(draw);
+    return absl::OkStatus();
+  }
   // Drawn by the job's preparation; the sizes are final now.
-  prep->draw = MarketDraw{g.issuers(),  g.seed(),           g.spot_min(),
-                          g.spot_max(), g.volatility_min(), g.volatility_max()};
+  prep->draw = draw;
   market.spot.assign(static_cast<size_t>(g.issuers()), 0.0);
   market.volatility.assign(static_cast<size_t>(g.issuers()), 0.0);
   return absl::OkStatus();

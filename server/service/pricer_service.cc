@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 #include "pricer/version.h"
 #include "server/service/logging.h"
 #include "server/service/price_reactor.h"
@@ -86,10 +87,9 @@ bool PricerService::WaitForCalls(std::chrono::steady_clock::time_point deadline)
 absl::StatusOr<ClientIdentity> PricerService::BeginCall(const grpc::ServerContextBase& context,
                                                         bool drained, CallRecord* call) {
   call->peer = context.peer();
-  absl::StatusOr<ClientIdentity> client = options_.authenticator.Identify(context);
-  if (!client.ok()) return client.status();
-  call->client = client->name;
-  call->client_label = client->label;
+  ASSIGN_OR_RETURN(ClientIdentity client, options_.authenticator.Identify(context));
+  call->client = client.name;
+  call->client_label = client.label;
   if (!drained) return client;
   absl::MutexLock lock(&mu_);
   if (draining_) {

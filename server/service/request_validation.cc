@@ -118,9 +118,7 @@ absl::StatusOr<StatisticsSelection> ToStatistics(const v1::StatisticsSelection& 
                    false},
         std::tuple{"output.statistics.var", &request.var(), &selection.var, true},
         std::tuple{"output.statistics.es", &request.es(), &selection.es, true}}) {
-    absl::StatusOr<std::vector<double>> levels = ToLevels(field, *from, open);
-    if (!levels.ok()) return levels.status();
-    *to = *std::move(levels);
+    ASSIGN_OR_RETURN(*to, ToLevels(field, *from, open));
   }
   if (!selection.any()) return StatisticsSelection::Basic();
   return selection;
