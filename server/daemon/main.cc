@@ -89,6 +89,8 @@ struct Flags {
   std::string max_pending = "1GiB";
   std::string max_pending_per_job = "256MiB";
   std::string store_bytes = "2GiB";
+  std::string max_job_memory = "0.25";
+  std::string max_upload_in_flight = "2GiB";
   double drain_seconds = 30;
   int64_t max_jobs_per_client = 0;
 };
@@ -158,6 +160,20 @@ void DefineCapacityFlags(CLI::App& app, Flags& flags) {
       ->envname("PRICER_MAX_PENDING_FLOPS_PER_CLIENT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--max-shards-in-flight", engine.max_shards_in_flight,
+                 "most shards one device runs at once (its worker threads)")
+      ->envname("PRICER_MAX_SHARDS_IN_FLIGHT")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+}
+
+// How much host and device memory pricerd's jobs, replies and uploads hold.
+void DefineMemoryFlags(CLI::App& app, Flags& flags) {
+  app.add_option("--max-job-bytes", flags.max_job_memory,
+                 "the most one job may hold on a device: bytes (8GiB) or a fraction of the "
+                 "device's budget (0.25); larger jobs are refused (RESOURCE_EXHAUSTED)")
+      ->envname("PRICER_MAX_JOB_BYTES")
+      ->capture_default_str();
   app.add_option("--max-pending-bytes", flags.max_pending,
                  "host memory for result chunks not yet sent, all jobs together")
       ->envname("PRICER_MAX_PENDING_BYTES")
@@ -166,11 +182,6 @@ void DefineCapacityFlags(CLI::App& app, Flags& flags) {
                  "host memory for result chunks not yet sent, per job")
       ->envname("PRICER_MAX_PENDING_BYTES_PER_JOB")
       ->capture_default_str();
-  app.add_option("--max-shards-in-flight", engine.max_shards_in_flight,
-                 "most shards one device runs at once (its worker threads)")
-      ->envname("PRICER_MAX_SHARDS_IN_FLIGHT")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
   app.add_option("--scenario-store-bytes", flags.store_bytes,
                  "host memory for uploaded scenario sets (least recently used leave first)")
       ->envname("PRICER_SCENARIO_STORE_BYTES")
@@ -178,6 +189,11 @@ void DefineCapacityFlags(CLI::App& app, Flags& flags) {
   app.add_option("--scenario-dir", flags.options.scenario_dir,
                  "directory that keeps uploaded scenario sets across restarts")
       ->envname("PRICER_SCENARIO_DIR");
+  app.add_option("--max-upload-bytes-in-flight", flags.max_upload_in_flight,
+                 "declared bytes of all uploads in progress; more are refused "
+                 "(RESOURCE_EXHAUSTED)")
+      ->envname("PRICER_MAX_UPLOAD_BYTES_IN_FLIGHT")
+      ->capture_default_str();
 }
 
 // Every flag of pricerd, in the order --help lists them.
@@ -186,6 +202,7 @@ void DefineFlags(CLI::App& app, Flags& flags) {
       "--version", absl::StrCat("pricerd ", pricer::kVersion, " (", pricer::kBuildOptions, ")"));
   DefineServingFlags(app, flags);
   DefineCapacityFlags(app, flags);
+  DefineMemoryFlags(app, flags);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, critical or off")
       ->envname("PRICER_LOG_LEVEL")
       ->capture_default_str();
@@ -210,11 +227,17 @@ absl::StatusOr<pricer::ServerOptions> ToServerOptions(const Flags& flags) {
         std::tuple{"--max-pending-bytes", &flags.max_pending, &options.engine.max_pending_bytes},
         std::tuple{"--max-pending-bytes-per-job", &flags.max_pending_per_job,
                    &options.engine.max_pending_bytes_per_job},
-        std::tuple{"--scenario-store-bytes", &flags.store_bytes, &options.scenario_store_bytes}}) {
+        std::tuple{"--scenario-store-bytes", &flags.store_bytes, &options.scenario_store_bytes},
+        std::tuple{"--max-upload-bytes-in-flight", &flags.max_upload_in_flight,
+                   &options.max_upload_bytes_in_flight}}) {
     ASSIGN_OR_RETURN(*out, ForFlag(flag, pricer::ParseBytes(*text)));
   }
   ASSIGN_OR_RETURN(options.device_memory,
                    ForFlag("--device-memory", pricer::ParseDeviceMemory(flags.device_memory)));
+  ASSIGN_OR_RETURN(const pricer::DeviceMemory job,
+                   ForFlag("--max-job-bytes", pricer::ParseDeviceMemory(flags.max_job_memory)));
+  options.engine.max_job_bytes = job.bytes;
+  options.engine.max_job_fraction = job.bytes > 0 ? 0.0 : job.fraction;
   options.engine.max_jobs_per_client =
       flags.max_jobs_per_client > 0 ? flags.max_jobs_per_client
                                     : std::max<int64_t>(1, options.engine.max_queued_jobs / 4);

@@ -46,7 +46,14 @@ Engine::~Engine() {
 std::vector<PlannerDevice> Engine::PlannerDevices() const {
   std::vector<PlannerDevice> devices;
   for (size_t d = 0; d < devices_.size(); ++d) {
-    devices.push_back(PlannerDevice{devices_[d].get(), queues_[d].lost});
+    const int64_t budget = devices_[d]->memory().budget();
+    int64_t job_budget = budget;
+    if (options_.max_job_bytes > 0) job_budget = std::min(job_budget, options_.max_job_bytes);
+    if (options_.max_job_fraction > 0) {
+      job_budget = std::min(job_budget, static_cast<int64_t>(options_.max_job_fraction *
+                                                             static_cast<double>(budget)));
+    }
+    devices.push_back(PlannerDevice{devices_[d].get(), queues_[d].lost, job_budget});
   }
   return devices;
 }

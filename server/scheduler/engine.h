@@ -49,6 +49,12 @@ struct EngineOptions {
   int64_t max_pending_bytes_per_job = 256LL << 20;
   // Bound on the chunk bytes all jobs together hold unsent.
   int64_t max_pending_bytes = 1LL << 30;
+  // The most one job may hold on a device (its resident state and the
+  // shards it runs there at once): `max_job_bytes` when > 0, and
+  // `max_job_fraction` of the device's budget when > 0; the device's budget
+  // otherwise. A job that does not fit under it on any device is refused.
+  int64_t max_job_bytes = 0;
+  double max_job_fraction = 0;
   // Jobs admitted and not yet finished; Submit refuses more.
   int64_t max_queued_jobs = 64;
   // Worker threads per device: the most shards one device runs at once.

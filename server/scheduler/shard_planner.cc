@@ -93,7 +93,7 @@ DevicePlan PlanDevice(const JobSpec& spec, const PlannerDevice& planned, const S
   const AllocationTable table = device.Allocations(spec, std::max<int64_t>(1, plan.shard_columns));
   p.resident_bytes = table.resident_bytes();
   p.shard_bytes = plan.shard_count > 0 ? table.shard_bytes() : 0;
-  const int64_t room = device.memory().budget() - p.resident_bytes;
+  const int64_t room = planned.job_budget - p.resident_bytes;
   if (!planned.lost.empty() || room < p.shard_bytes) return p;
   const int64_t by_memory = p.shard_bytes > 0 ? room / p.shard_bytes : INT64_MAX;
   p.shards_in_flight =
@@ -105,16 +105,21 @@ DevicePlan PlanDevice(const JobSpec& spec, const PlannerDevice& planned, const S
 absl::Status FitsNoDevice(const JobSpec& spec, const std::vector<PlannerDevice>& devices,
                           const std::vector<DevicePlan>& plans, int64_t width) {
   int64_t needed = INT64_MAX;
-  int64_t largest_budget = 0;
+  int64_t largest_budget = 0, largest_job_budget = 0;
   for (size_t d = 0; d < devices.size(); ++d) {
     if (!devices[d].lost.empty()) continue;
     needed = std::min(needed, plans[d].resident_bytes + plans[d].shard_bytes);
     largest_budget = std::max(largest_budget, devices[d].device->memory().budget());
+    largest_job_budget = std::max(largest_job_budget, devices[d].job_budget);
   }
+  const std::string cap = largest_job_budget < largest_budget
+                              ? absl::StrCat(", and one job may hold at most ", largest_job_budget,
+                                             " bytes of it (--max-job-bytes)")
+                              : "";
   return absl::ResourceExhaustedError(
       absl::StrCat("the job needs ", needed, " bytes on a device (terminal prices for ", spec.paths,
                    " paths x ", spec.market.issuers(), " issuers plus one shard of ", width,
-                   " columns); the largest device budget is ", largest_budget, " bytes"));
+                   " columns); the largest device budget is ", largest_budget, " bytes", cap));
 }
 
 }  // namespace

@@ -77,10 +77,12 @@ struct DevicePlan {
 
 class Device;
 // A device as the planner sees it: lost (a DeviceLost failure, `lost` says
-// why) or usable.
+// why) or usable, and the most one job may hold there: its budget, or less
+// under a per-job cap (--max-job-bytes).
 struct PlannerDevice {
   const Device* device = nullptr;
   absl::string_view lost;
+  int64_t job_budget = 0;
 };
 
 // Narrows `plan`'s shards until one shard and the resident state fit every

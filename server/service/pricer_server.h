@@ -49,6 +49,8 @@ struct ServerOptions {
   std::string scenario_dir;
   // Largest accepted PriceRequest, bytes.
   int64_t max_request_bytes = 64LL << 20;
+  // The declared bytes of all uploads in progress.
+  int64_t max_upload_bytes_in_flight = 2LL << 30;
   // When > 0, a connection older than this is asked to go away (HTTP/2
   // GOAWAY; its running calls finish), so that clients resolve the target
   // again and find new replicas.

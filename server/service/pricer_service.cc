@@ -34,7 +34,11 @@ std::string ServerId() {
 }  // namespace
 
 PricerService::PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options)
-    : engine_(engine), store_(store), options_(std::move(options)), server_id_(ServerId()) {}
+    : engine_(engine),
+      store_(store),
+      options_(std::move(options)),
+      server_id_(ServerId()),
+      upload_budget_(options_.max_upload_bytes_in_flight) {}
 
 grpc::ServerReadReactor<v1::ScenarioChunk>* PricerService::UploadScenarios(
     grpc::CallbackServerContext* context, v1::ScenarioSet* reply) {

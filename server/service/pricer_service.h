@@ -15,6 +15,7 @@
 #include "server/service/bounded_executor.h"
 #include "server/service/call_record.h"
 #include "server/service/server_metrics.h"
+#include "server/service/upload_assembler.h"
 #include "server/store/scenario_store.h"
 
 namespace pricer {
@@ -28,6 +29,8 @@ struct ServiceOptions {
   Authenticator authenticator;
   // Where calls are counted; none when null.
   ServerMetrics* metrics = nullptr;
+  // The declared bytes of all uploads in progress (--max-upload-bytes-in-flight).
+  int64_t max_upload_bytes_in_flight = 2LL << 30;
 };
 
 class PricerService final : public v1::Pricer::CallbackService {
@@ -61,6 +64,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   Engine& engine() { return engine_; }
   ScenarioStore& store() { return store_; }
   BoundedExecutor& uploads() { return uploads_; }
+  UploadBudget& upload_budget() { return upload_budget_; }
   const ServiceOptions& options() const { return options_; }
 
  private:
@@ -73,6 +77,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   mutable absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t active_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  UploadBudget upload_budget_;
   // Stores uploaded sets: 2 at once, 16 more may wait (then RESOURCE_EXHAUSTED).
   BoundedExecutor uploads_{2, 16};
 };

@@ -9,20 +9,25 @@
 #include "server/service/reply_encoding.h"
 #include "server/service/request_validation.h"
 #include "server/service/status_mapping.h"
+#include "server/service/upload_assembler.h"
 #include "spdlog/spdlog.h"
 
 namespace pricer {
 namespace {
 
-// One UploadScenarios call: reads the chunks into one matrix, checking each
-// against the shape of the first, then stores it on the service's upload
+// One UploadScenarios call: reads the chunks into one matrix (UploadAssembler:
+// each checked against the shape of the first, memory taken as bytes arrive,
+// the declared size reserved from the in-flight budget), then stores it on the service's upload
 // executor (the check, SHA-256 and disk write of a large set must not hold a
 // gRPC thread).
 class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
  public:
   UploadReactor(PricerService& service, const grpc::CallbackServerContext& context,
                 v1::ScenarioSet* reply)
-      : service_(service), store_(service.store()), reply_(reply) {
+      : service_(service),
+        store_(service.store()),
+        reply_(reply),
+        matrix_(service.store().max_bytes(), service.upload_budget()) {
     call_.method = "UploadScenarios";
     absl::StatusOr<ClientIdentity> client = service.BeginCall(context, true, &call_);
     if (!client.ok()) {
@@ -38,7 +43,7 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
       Complete();
       return;
     }
-    if (absl::Status refused = Take(); !refused.ok()) {
+    if (absl::Status refused = matrix_.Add(chunk_); !refused.ok()) {
       spdlog::info("refused an upload from {}: {}", call_.peer, std::string(refused.message()));
       FinishWith(refused);
       return;
@@ -47,65 +52,21 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   }
 
   void OnDone() override {
-    call_.columns = columns_;
-    call_.bytes_received = received_;
+    call_.columns = matrix_.columns();
+    call_.bytes_received = matrix_.received();
     service_.EndCall(std::move(call_), active_);
     delete this;
   }
 
  private:
-  // Appends one chunk, or says why the upload is refused.
-  absl::Status Take() {
-    if (rows_ == 0) {
-      if (chunk_.rows() < 1 || chunk_.rows() > kMaxIssuers) {
-        return absl::InvalidArgumentError(absl::StrCat("the first chunk's rows is ", chunk_.rows(),
-                                                       ": must be in [1, ", kMaxIssuers, "]"));
-      }
-      if (chunk_.columns() < 1 || chunk_.columns() > kMaxScenarioColumns) {
-        return absl::InvalidArgumentError(absl::StrCat("the first chunk's columns is ",
-                                                       chunk_.columns(), ": must be in [1, ",
-                                                       kMaxScenarioColumns, "]"));
-      }
-      rows_ = chunk_.rows();
-      columns_ = chunk_.columns();
-      expected_ = rows_ * columns_ * static_cast<int64_t>(sizeof(float));
-      if (expected_ > store_.max_bytes()) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "the set has ", expected_, " bytes, over the server's --scenario-store-bytes of ",
-            store_.max_bytes()));
-      }
-      values_.resize(static_cast<size_t>(rows_ * columns_));
-    } else if ((chunk_.rows() != 0 && chunk_.rows() != rows_) ||
-               (chunk_.columns() != 0 && chunk_.columns() != columns_)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("inconsistent upload: a chunk says ", chunk_.rows(), " x ", chunk_.columns(),
-                       " after the first said ", rows_, " x ", columns_));
-    }
-    if (received_ + static_cast<int64_t>(chunk_.values().size()) > expected_) {
-      return absl::InvalidArgumentError(absl::StrCat("inconsistent upload: more than the ",
-                                                     expected_, " bytes of a ", rows_, " x ",
-                                                     columns_, " float32 matrix"));
-    }
-    std::memcpy(reinterpret_cast<char*>(values_.data()) + received_, chunk_.values().data(),
-                chunk_.values().size());
-    received_ += static_cast<int64_t>(chunk_.values().size());
-    return absl::OkStatus();
-  }
-
   void FinishWith(const absl::Status& status) {
     call_.code = ToGrpcCode(status.code());
     Finish(ToGrpcStatus(status));
   }
 
   void Complete() {
-    if (rows_ == 0) {
-      FinishWith(absl::InvalidArgumentError("empty upload: no chunk arrived"));
-      return;
-    }
-    if (received_ != expected_) {
-      FinishWith(absl::InvalidArgumentError(
-          absl::StrCat("truncated upload: ", received_, " of the ", expected_, " bytes of a ",
-                       rows_, " x ", columns_, " float32 matrix arrived; nothing was stored")));
+    if (absl::Status incomplete = matrix_.Complete(); !incomplete.ok()) {
+      FinishWith(incomplete);
       return;
     }
     // Store's Finish is the executor's last touch of the reactor, which
@@ -117,8 +78,10 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   }
 
   absl::Status Store() {
-    RETURN_IF_ERROR(CheckPositions("values", values_, rows_));
-    ASSIGN_OR_RETURN(const StoredSet stored, store_.Put(rows_, columns_, std::move(values_)));
+    std::vector<float> values = matrix_.TakeValues();
+    RETURN_IF_ERROR(CheckPositions("values", values, matrix_.rows()));
+    ASSIGN_OR_RETURN(const StoredSet stored,
+                     store_.Put(matrix_.rows(), matrix_.columns(), std::move(values)));
     ToScenarioSetReply(stored, reply_);
     spdlog::info("scenario set {}: {} x {}{}", stored.id, stored.rows, stored.columns,
                  stored.existed ? " (already stored)" : "");
@@ -129,12 +92,8 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
   ScenarioStore& store_;
   v1::ScenarioSet* reply_;
   v1::ScenarioChunk chunk_;
-  int64_t rows_ = 0;
-  int64_t columns_ = 0;
-  int64_t expected_ = 0;
-  std::vector<float> values_;  // the matrix as it arrives
-  int64_t received_ = 0;       // bytes of it so far
-  bool active_ = false;        // counted among the active calls
+  UploadAssembler matrix_;  // the matrix as it arrives
+  bool active_ = false;     // counted among the active calls
   CallRecord call_;
 };
 
