@@ -196,11 +196,33 @@ void DefineMemoryFlags(CLI::App& app, Flags& flags) {
       ->capture_default_str();
 }
 
+// What one connection may hold: calls at once, and how long it may stay
+// without completing its handshake or without a call.
+void DefineConnectionFlags(CLI::App& app, Flags& flags) {
+  pricer::ServerOptions& options = flags.options;
+  app.add_option("--handshake-timeout-seconds", options.handshake_timeout_seconds,
+                 "close a connection that has not completed its HTTP/2 handshake by then")
+      ->envname("PRICER_HANDSHAKE_TIMEOUT_SECONDS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-connection-idle-seconds", options.max_connection_idle_seconds,
+                 "ask a connection with no call for this long to go away (HTTP/2 GOAWAY)")
+      ->envname("PRICER_MAX_CONNECTION_IDLE_SECONDS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-streams-per-connection", options.max_streams_per_connection,
+                 "calls one connection may run at once (HTTP/2 MAX_CONCURRENT_STREAMS)")
+      ->envname("PRICER_MAX_STREAMS_PER_CONNECTION")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+}
+
 // Every flag of pricerd, in the order --help lists them.
 void DefineFlags(CLI::App& app, Flags& flags) {
   app.set_version_flag(
       "--version", absl::StrCat("pricerd ", pricer::kVersion, " (", pricer::kBuildOptions, ")"));
   DefineServingFlags(app, flags);
+  DefineConnectionFlags(app, flags);
   DefineCapacityFlags(app, flags);
   DefineMemoryFlags(app, flags);
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, critical or off")

@@ -117,7 +117,8 @@ absl::Status CreateScenarioDir(const std::string& dir) {
 }
 
 // The HTTP/2 settings of the listening port: no port sharing, client pings,
-// connection age and the largest message read.
+// connection age, idle and handshake timeouts, streams per connection and
+// the largest message read.
 void ConfigureTransport(const ServerOptions& options, grpc::ServerBuilder& builder) {
   // gRPC shares a port between servers by default (SO_REUSEPORT): a second
   // pricerd on a busy port must fail instead of taking half the calls.
@@ -138,6 +139,15 @@ void ConfigureTransport(const ServerOptions& options, grpc::ServerBuilder& build
   // the limit; anything larger is dropped by gRPC itself.
   const int64_t transport_limit = std::min<int64_t>(2 * options.max_request_bytes, INT32_MAX);
   builder.SetMaxReceiveMessageSize(static_cast<int>(transport_limit));
+  // Connections that hold a descriptor and do nothing: see ServerOptions.
+  auto milliseconds = [](double seconds) {
+    return static_cast<int>(std::clamp(seconds * 1000, 1.0, 2e9));
+  };
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             milliseconds(options.handshake_timeout_seconds));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             milliseconds(options.max_connection_idle_seconds));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
 }
 
 bool AnyDeviceUsable(const Engine& engine) {

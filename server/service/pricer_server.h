@@ -55,6 +55,13 @@ struct ServerOptions {
   // GOAWAY; its running calls finish), so that clients resolve the target
   // again and find new replicas.
   double max_connection_age_seconds = 0;
+  // A connection that has not completed its HTTP/2 handshake within this is
+  // closed (a client that sends nothing, junk or a TLS hello to a plaintext
+  // port); one with no call for `max_connection_idle_seconds` is asked to go
+  // away; at most `max_streams_per_connection` calls run on one connection.
+  double handshake_timeout_seconds = 10;
+  double max_connection_idle_seconds = 600;
+  int max_streams_per_connection = 100;
   EngineOptions engine;
 };
 

@@ -2,6 +2,7 @@
 pricerd's memory: the per-job cap (--max-job-bytes) and uploads that hold
 memory only for the bytes that arrived, within --max-upload-bytes-in-flight."""
 
+import socket
 import threading
 import time
 
@@ -41,6 +42,47 @@ class StalledUpload:
             return grpc.StatusCode.OK, ""
         except grpc.RpcError as error:
             return error.code(), error.details()
+
+
+def closed_by_server(sock, timeout):
+    """Whether the server closes `sock` (EOF or reset) within `timeout`."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(4096):
+            pass  # a reply (an HTTP/2 GOAWAY, an error page) before closing
+        return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+class HostileConnectionTest(OperationsTestCase):
+    """Connections that hold a descriptor and never speak gRPC are closed by
+    the handshake timeout, and the server keeps serving everyone else."""
+
+    def connect(self, server):
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        self.addCleanup(sock.close)
+        return sock
+
+    def test_silent_junk_http1_and_tls_connections_are_closed(self):
+        server = self.start_server("--handshake-timeout-seconds", "2")
+        silent = [self.connect(server) for _ in range(300)]
+        started = time.time()
+        self.assertFalse(closed_by_server(silent[0], 0.01))  # open before the timeout
+        junk, http1, tls = self.connect(server), self.connect(server), self.connect(server)
+        junk.sendall(bytes(range(256)) * 64)
+        http1.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        tls.sendall(bytes.fromhex("16030100a5010000a10303") + b"\0" * 160)  # a ClientHello's start
+        self.assertCall(price(self.stub(server), price_request(4, 500, 100)), grpc.StatusCode.OK)
+        for name, sock in (("junk", junk), ("HTTP/1.1", http1), ("TLS hello", tls)):
+            self.assertTrue(closed_by_server(sock, 10), name + " connection left open")
+        time.sleep(max(0, started + 2.5 - time.time()))
+        closed = sum(closed_by_server(sock, 1) for sock in silent)
+        self.assertEqual(closed, len(silent), "%d of %d silent connections left open" % (
+            len(silent) - closed, len(silent)))
+        self.assertCall(price(self.stub(server), price_request(4, 500, 100)), grpc.StatusCode.OK)
 
 
 class JobCapTest(OperationsTestCase):
