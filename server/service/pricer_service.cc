@@ -1,5 +1,6 @@
 #include "server/service/pricer_service.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -38,7 +39,34 @@ PricerService::PricerService(Engine& engine, ScenarioStore& store, ServiceOption
       store_(store),
       options_(std::move(options)),
       server_id_(ServerId()),
-      upload_budget_(options_.max_upload_bytes_in_flight) {}
+      upload_budget_(options_.max_upload_bytes_in_flight),
+      trimmer_([this] { TrimWhenIdle(); }) {}
+
+PricerService::~PricerService() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  trimmer_.join();
+}
+
+void PricerService::TrimWhenIdle() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(this, &PricerService::IdleAfterWorkOrStopping));
+    if (stopping_) return;
+    // Idle for a moment, so that a stream of small calls does not trim
+    // between calls.
+    if (mu_.AwaitWithTimeout(absl::Condition(this, &PricerService::BusyOrStopping),
+                             absl::Milliseconds(500))) {
+      continue;
+    }
+    calls_since_trim_ = false;
+    mu_.Unlock();
+    malloc_trim(0);
+    mu_.Lock();
+  }
+}
 
 grpc::ServerReadReactor<v1::ScenarioChunk>* PricerService::UploadScenarios(
     grpc::CallbackServerContext* context, v1::ScenarioSet* reply) {
@@ -111,6 +139,7 @@ void PricerService::EndCall(CallRecord call, bool active) {
   if (!active) return;
   absl::MutexLock lock(&mu_);
   --active_calls_;
+  calls_since_trim_ = true;
 }
 
 }  // namespace pricer

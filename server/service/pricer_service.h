@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -37,6 +38,7 @@ class PricerService final : public v1::Pricer::CallbackService {
  public:
   // `store` holds the uploaded scenario sets.
   PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options);
+  ~PricerService();
 
   grpc::ServerWriteReactor<v1::PriceReply>* Price(grpc::CallbackServerContext* context,
                                                   const v1::PriceRequest* request) override;
@@ -73,13 +75,25 @@ class PricerService final : public v1::Pricer::CallbackService {
   const ServiceOptions options_;
   const std::string server_id_;  // ListDevicesReply.server_id
   bool NoActiveCalls() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return active_calls_ == 0; }
+  bool IdleAfterWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || (active_calls_ == 0 && calls_since_trim_);
+  }
+  bool BusyOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || active_calls_ > 0;
+  }
+  // Gives the memory that finished calls freed back to the system (glibc
+  // keeps freed chunk buffers otherwise) once no call has run for 0.5 s.
+  void TrimWhenIdle() ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t active_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool calls_since_trim_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   UploadBudget upload_budget_;
   // Stores uploaded sets: 2 at once, 16 more may wait (then RESOURCE_EXHAUSTED).
   BoundedExecutor uploads_{2, 16};
+  std::thread trimmer_;  // TrimWhenIdle
 };
 
 }  // namespace pricer
