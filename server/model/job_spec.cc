@@ -68,6 +68,16 @@ ScenarioMatrix ScenarioMatrix::Deferred(int64_t rows, int64_t columns) {
   return m;
 }
 
+absl::Status StopStatus(const JobSpec& spec) {
+  if (spec.stopped != nullptr && spec.stopped->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("the job was stopped");
+  }
+  if (spec.deadline.has_value() && std::chrono::steady_clock::now() >= *spec.deadline) {
+    return absl::DeadlineExceededError("the job's deadline passed");
+  }
+  return absl::OkStatus();
+}
+
 void ScenarioMatrix::CopyColumns(int64_t first, int64_t count, float* out) const {
   const size_t rows = static_cast<size_t>(rows_);
   if (!generated_) {

@@ -1,6 +1,7 @@
 // What the engine prices: a validated, gRPC-free description of one job.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -133,6 +134,13 @@ struct JobSpec {
   // before it runs (N, P, M, whether the issuers are correlated, so the
   // planner can budget the job): it only fills in values, in place.
   std::function<absl::Status(JobSpec&)> prepare;
+  // Set once the job is stopped (cancelled, failed, drained); with the
+  // deadline, what long phases poll between blocks (StopStatus).
+  std::shared_ptr<const std::atomic<bool>> stopped;
 };
+
+// Why a long phase of `spec`'s job should end now: CANCELLED when the job was
+// stopped, DEADLINE_EXCEEDED when its deadline passed; OK to go on.
+absl::Status StopStatus(const JobSpec& spec);
 
 }  // namespace pricer

@@ -32,6 +32,7 @@ Job::Job(std::string id, JobSpec spec, ShardPlan plan, std::vector<DevicePlan> d
     schedule_.on_device.push_back(std::make_unique<JobOnDevice>());
   }
   schedule_.served.assign(device_plans_.size(), 0);
+  spec_.stopped = stopped_;
   if (spec_.prepare == nullptr) results_.MarkReady();
 }
 
@@ -41,7 +42,7 @@ void Job::Cancel(absl::Status why) {
 }
 
 void Job::Stop(absl::Status why) {
-  cancelled_ = true;
+  *stopped_ = true;
   results_.Close(std::move(why));
 }
 

@@ -110,7 +110,7 @@ class Job {
   void Cancel(absl::Status why);
   // Cancel without waking the workers: for callers holding the engine lock.
   void Stop(absl::Status why);
-  bool cancelled() const { return cancelled_; }
+  bool cancelled() const { return stopped_->load(); }
   JobSummary Summary() const;
   // The GEMM flops of the whole job (none when it asks only for ST).
   double flops() const;
@@ -139,7 +139,8 @@ class Job {
   const std::shared_ptr<WorkSignal> signal_;
   const std::chrono::steady_clock::time_point start_;
   ResultStream results_;
-  std::atomic<bool> cancelled_{false};
+  // Also the spec's `stopped`, which the backends poll in long phases.
+  const std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
   std::atomic<int64_t> bytes_{0};
   std::atomic<double> elapsed_seconds_{-1};
   std::atomic<double> gemm_seconds_{0};

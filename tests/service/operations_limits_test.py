@@ -106,6 +106,45 @@ class JobCapTest(OperationsTestCase):
         self.assertCall(reader, grpc.StatusCode.CANCELLED)
 
 
+def bytes_in_use(stub):
+    return stub.ListDevices(pricer_pb2.ListDevicesRequest(), timeout=10).devices[0].bytes_in_use
+
+
+class StopInLongPhasesTest(OperationsTestCase):
+    """A job stopped while it builds ST (960 MB for 12,000 issuers x 20,000
+    paths: seconds of work) gives its memory back within 1 s."""
+
+    REQUEST = price_request(12_000, 20_000, 256)
+
+    def start_building(self, timeout):
+        server = self.start_server("--max-job-bytes", "1")
+        stub = self.stub(server)
+        reader = CallReader(stub.Price(self.REQUEST, timeout=timeout), on_chunk=lambda c: None)
+        reader.wait_accepted(self)
+        deadline = time.time() + 10
+        while bytes_in_use(stub) == 0 and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertGreater(bytes_in_use(stub), 0, "ST is not being built")
+        return stub, reader
+
+    def seconds_until_memory_returns(self, stub, since):
+        while bytes_in_use(stub) > 0 and time.time() - since < 30:
+            time.sleep(0.01)
+        return time.time() - since
+
+    def test_a_cancel_while_st_is_built_returns_its_memory_within_1_s(self):
+        stub, reader = self.start_building(timeout=120)
+        reader.call.cancel()
+        self.assertLess(self.seconds_until_memory_returns(stub, time.time()), 1.0)
+        reader.finish(30)
+
+    def test_a_deadline_that_passes_while_st_is_built_returns_its_memory_within_1_s(self):
+        stub, reader = self.start_building(timeout=1.5)
+        reader.finish(30)  # gRPC ends the call at the deadline
+        self.assertCall(reader, grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertLess(self.seconds_until_memory_returns(stub, time.time()), 1.0)
+
+
 class UploadMemoryTest(OperationsTestCase):
     ROWS, COLUMNS = 1024, 524_288  # 2 GiB of float32 each
 

@@ -41,6 +41,33 @@ void WithTeam(CpuDevice& device, Body body) {
   device.EndTask();
 }
 
+// Polls StopStatus from the threads of a team, once per block: once one of
+// them sees a reason to stop, the others skip their remaining blocks.
+class StopPoll {
+ public:
+  explicit StopPoll(const JobSpec& spec) : spec_(spec) {}
+
+  bool Stopped() {
+    if (stopped_.load(std::memory_order_relaxed)) return true;
+    absl::Status why = StopStatus(spec_);
+    if (why.ok()) return false;
+    absl::MutexLock lock(&mu_);
+    if (status_.ok()) status_ = std::move(why);
+    stopped_ = true;
+    return true;
+  }
+  absl::Status status() const {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  const JobSpec& spec_;
+  std::atomic<bool> stopped_{false};
+  mutable absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
 class CpuDeviceJob : public DeviceJob {
  public:
   CpuDeviceJob(const JobSpec& spec, CpuDevice& device, int64_t shard_columns)
@@ -50,60 +77,90 @@ class CpuDeviceJob : public DeviceJob {
         buffers_(device.BuffersOf(spec, shard_columns)) {}
 
   // ST (P x N, column-major) from the shared counter-based shocks, correlated
-  // through L when the job has a correlation matrix.
+  // through L when the job has a correlation matrix. A stopped job or a
+  // passed deadline ends it within one block of paths or one issuer.
   absl::Status ComputeTerminalPrices() {
-    const int64_t paths = spec_.paths;
-    const int64_t issuers = spec_.market.issuers();
     RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.st, &terminal_prices_));
-    const GbmConstants gbm = GbmConstantsOf(spec_.market);
-    float* st = terminal_prices_.data();
-    // Shocks of paths [first, first + rows) into a column-major block.
-    auto shocks = [&](int64_t first, int64_t rows, float* out, int64_t ld) {
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t block = 0; block * 4 < issuers; ++block) {
-          float z[4];
-          PathShocks4(spec_.seed, static_cast<uint64_t>(first + r), static_cast<uint32_t>(block),
-                      spec_.antithetic, z);
-          for (int64_t m = 0; m < 4 && block * 4 + m < issuers; ++m) {
-            out[(block * 4 + m) * ld + r] = z[m];
-          }
-        }
-      }
-    };
+    StopPoll stop(spec_);
     absl::Status status;
     WithTeam(device_, [&](int team) {
       if (!spec_.market.correlated()) {
-#pragma omp parallel for schedule(static) num_threads(team)
-        for (int64_t p = 0; p < paths; ++p) shocks(p, 1, st + p, paths);
+        DrawShocks(team, stop);
       } else {
-        // x = L z for blocks of kPathBlock paths: one fixed-shape GEMM per
-        // block (X = Z L^T), like the shard GEMMs, so rounding never depends
-        // on the threads.
-        AccountedArray<float> scratch;
-        status = AccountedArray<float>::Allocate(memory_, buffers_.shock_blocks, &scratch);
-        if (!status.ok()) return;
-        const int64_t blocks = (paths + kPathBlock - 1) / kPathBlock;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-        for (int64_t b = 0; b < blocks; ++b) {
-          const int64_t first = b * kPathBlock;
-          const int64_t rows = std::min(kPathBlock, paths - first);
-          float* z = scratch.data() + omp_get_thread_num() * kPathBlock * issuers;
-          shocks(first, rows, z, rows);
-          cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
-                      static_cast<blasint>(issuers), static_cast<blasint>(issuers), 1.0f, z,
-                      static_cast<blasint>(rows), spec_.market.correlation_factor.data(),
-                      static_cast<blasint>(issuers), 0.0f, st + first, static_cast<blasint>(paths));
-        }
+        status = CorrelatedShocks(team, stop);
       }
-#pragma omp parallel for schedule(static) num_threads(team)
-      for (int64_t i = 0; i < issuers; ++i) {
-        for (int64_t p = 0; p < paths; ++p) {
-          st[i * paths + p] =
-              TerminalPrice(gbm.spot[i], gbm.drift[i], gbm.diffusion[i], st[i * paths + p]);
-        }
-      }
+      if (status.ok()) ShocksToPrices(team, stop);
     });
-    return status;
+    RETURN_IF_ERROR(status);
+    return stop.status();
+  }
+
+  // Shocks of paths [first, first + rows) into a column-major block.
+  void Shocks(int64_t first, int64_t rows, float* out, int64_t ld) const {
+    const int64_t issuers = spec_.market.issuers();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t block = 0; block * 4 < issuers; ++block) {
+        float z[4];
+        PathShocks4(spec_.seed, static_cast<uint64_t>(first + r), static_cast<uint32_t>(block),
+                    spec_.antithetic, z);
+        for (int64_t m = 0; m < 4 && block * 4 + m < issuers; ++m) {
+          out[(block * 4 + m) * ld + r] = z[m];
+        }
+      }
+    }
+  }
+
+  // Independent shocks straight into ST, kPathBlock paths at a time.
+  void DrawShocks(int team, StopPoll& stop) {
+    const int64_t paths = spec_.paths;
+    const int64_t blocks = (paths + kPathBlock - 1) / kPathBlock;
+    float* st = terminal_prices_.data();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (stop.Stopped()) continue;
+      const int64_t first = b * kPathBlock;
+      Shocks(first, std::min(kPathBlock, paths - first), st + first, paths);
+    }
+  }
+
+  // x = L z for blocks of kPathBlock paths: one fixed-shape GEMM per block
+  // (X = Z L^T), like the shard GEMMs, so rounding never depends on the
+  // threads.
+  absl::Status CorrelatedShocks(int team, StopPoll& stop) {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    AccountedArray<float> scratch;
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.shock_blocks, &scratch));
+    const int64_t blocks = (paths + kPathBlock - 1) / kPathBlock;
+    float* st = terminal_prices_.data();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (stop.Stopped()) continue;
+      const int64_t first = b * kPathBlock;
+      const int64_t rows = std::min(kPathBlock, paths - first);
+      float* z = scratch.data() + omp_get_thread_num() * kPathBlock * issuers;
+      Shocks(first, rows, z, rows);
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
+                  static_cast<blasint>(issuers), static_cast<blasint>(issuers), 1.0f, z,
+                  static_cast<blasint>(rows), spec_.market.correlation_factor.data(),
+                  static_cast<blasint>(issuers), 0.0f, st + first, static_cast<blasint>(paths));
+    }
+    return absl::OkStatus();
+  }
+
+  void ShocksToPrices(int team, StopPoll& stop) {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    const GbmConstants gbm = GbmConstantsOf(spec_.market);
+    float* st = terminal_prices_.data();
+#pragma omp parallel for schedule(static) num_threads(team)
+    for (int64_t i = 0; i < issuers; ++i) {
+      if (stop.Stopped()) continue;
+      for (int64_t p = 0; p < paths; ++p) {
+        st[i * paths + p] =
+            TerminalPrice(gbm.spot[i], gbm.drift[i], gbm.diffusion[i], st[i * paths + p]);
+      }
+    }
   }
 
   absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
@@ -121,10 +178,12 @@ class CpuDeviceJob : public DeviceJob {
     // columns: statistics while they are in cache, values copied out.
     const int64_t blocks = (width + kColumnAlignment - 1) / kColumnAlignment;
     double gemm_seconds = 0, statistics_seconds = 0;
+    StopPoll stop(spec_);
     WithTeam(device_, [&](int team) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) \
     reduction(+ : gemm_seconds, statistics_seconds)
       for (int64_t b = 0; b < blocks; ++b) {
+        if (stop.Stopped()) continue;
         const auto start = std::chrono::steady_clock::now();
         const int64_t first = b * kColumnAlignment;  // offset in the shard
         const int64_t count = std::min(kColumnAlignment, width - first);
@@ -137,24 +196,7 @@ class CpuDeviceJob : public DeviceJob {
                     static_cast<blasint>(issuers), 0.0f, sc, static_cast<blasint>(paths));
         const auto multiplied = std::chrono::steady_clock::now();
 
-        const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
-        const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
-        std::optional<ColumnReducer> reducer;
-        if (selection.any()) reducer.emplace(selection, paths, discount);
-        for (int64_t column = column_begin; column < column_end; ++column) {
-          const int64_t offset = column - shard.gemm_begin;  // in the shard's blocks
-          const float* values = buffers.sc.data() + offset * paths;
-          const int64_t k = column - shard.out_begin;  // index among the kept columns
-          if (reducer.has_value()) {
-            const float* positions = buffers.a.data() + offset * issuers;
-            double v0 = 0;
-            for (int64_t i = 0; i < issuers; ++i) v0 += positions[i] * spec_.market.spot[i];
-            reducer->Reduce(values, v0, k, &out->statistics);
-          }
-          if (spec_.output.full) {
-            std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
-          }
-        }
+        KeepBlock(shard, first, count, buffers, discount, out);
         const auto reduced = std::chrono::steady_clock::now();
         gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
         statistics_seconds += std::chrono::duration<double>(reduced - multiplied).count();
@@ -163,7 +205,7 @@ class CpuDeviceJob : public DeviceJob {
     out->gemm_seconds = gemm_seconds;
     out->statistics_seconds = statistics_seconds;
     ReturnBuffers(std::move(buffers));
-    return absl::OkStatus();
+    return stop.status();
   }
 
   absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
@@ -180,6 +222,33 @@ class CpuDeviceJob : public DeviceJob {
     AccountedArray<float> a;
     AccountedArray<float> sc;
   };
+
+  // The kept columns of the block at `first` (`count` columns) of a shard:
+  // their statistics while they are in cache, their values copied out.
+  void KeepBlock(const Shard& shard, int64_t first, int64_t count, const Buffers& buffers,
+                 double discount, ShardOutput* out) const {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    const StatisticsSelection& selection = spec_.output.statistics;
+    const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
+    const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
+    std::optional<ColumnReducer> reducer;
+    if (selection.any()) reducer.emplace(selection, paths, discount);
+    for (int64_t column = column_begin; column < column_end; ++column) {
+      const int64_t offset = column - shard.gemm_begin;  // in the shard's blocks
+      const float* values = buffers.sc.data() + offset * paths;
+      const int64_t k = column - shard.out_begin;  // index among the kept columns
+      if (reducer.has_value()) {
+        const float* positions = buffers.a.data() + offset * issuers;
+        double v0 = 0;
+        for (int64_t i = 0; i < issuers; ++i) v0 += positions[i] * spec_.market.spot[i];
+        reducer->Reduce(values, v0, k, &out->statistics);
+      }
+      if (spec_.output.full) {
+        std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
+      }
+    }
+  }
 
   absl::StatusOr<Buffers> TakeBuffers() {
     {
