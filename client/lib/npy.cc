@@ -6,8 +6,10 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -45,8 +47,23 @@ absl::StatusOr<std::string> DictValue(absl::string_view dict, absl::string_view 
     return absl::InvalidArgumentError(absl::StrCat("the .npy header has no ", key));
   }
   absl::string_view rest = absl::StripLeadingAsciiWhitespace(dict.substr(at + quoted.size()));
-  const size_t end = rest.front() == '(' ? rest.find(')') + 1 : rest.find_first_of(",}");
+  const size_t end = absl::StartsWith(rest, "(") ? rest.find(')') + 1 : rest.find_first_of(",}");
   return std::string(rest.substr(0, end));
+}
+
+// Whether `in` has at least `bytes` more bytes. A size the file cannot hold
+// is refused before anything is allocated for it: a 20-byte file that
+// declares 4 GiB costs nothing. A stream that cannot seek (a pipe) is not
+// checked here; its read fails when it ends.
+bool HasBytes(std::ifstream& in, uint64_t bytes) {
+  const std::streampos at = in.tellg();
+  if (at < 0 || !in.seekg(0, std::ios::end)) {
+    in.clear();
+    return true;
+  }
+  const std::streampos end = in.tellg();
+  in.seekg(at);
+  return end >= at && static_cast<uint64_t>(end - at) >= bytes;
 }
 
 // The header dict of the .npy file `in` reads, after its magic and length.
@@ -63,6 +80,9 @@ absl::StatusOr<std::string> ReadHeaderDict(std::ifstream& in, const std::string&
     if (!in.read(more, 2)) return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
     header_size |= (static_cast<size_t>(static_cast<unsigned char>(more[0])) << 16) |
                    (static_cast<size_t>(static_cast<unsigned char>(more[1])) << 24);
+  }
+  if (!HasBytes(in, header_size)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": short header"));
   }
   std::string dict(header_size, '\0');
   if (!in.read(dict.data(), static_cast<std::streamsize>(header_size))) {
@@ -186,10 +206,17 @@ absl::StatusOr<NpyMatrix> ReadNpyMatrix(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": shape ", shape, " is not a 2-D matrix (issuers x scenarios)"));
   }
-  std::vector<char> raw(static_cast<size_t>(m.rows * m.columns) * (f32 ? 4 : 8));
-  if (!in.read(raw.data(), static_cast<std::streamsize>(raw.size()))) {
+  const int64_t element_bytes = f32 ? 4 : 8;
+  if (m.rows > std::numeric_limits<int64_t>::max() / element_bytes / m.columns) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": the data is shorter than ", raw.size(), " bytes for shape ", shape));
+        absl::StrCat(path, ": shape ", shape, " is too large for any file"));
+  }
+  const int64_t bytes = m.rows * m.columns * element_bytes;
+  std::vector<char> raw;
+  if (HasBytes(in, static_cast<uint64_t>(bytes))) raw.resize(static_cast<size_t>(bytes));
+  if (raw.empty() || !in.read(raw.data(), static_cast<std::streamsize>(raw.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the data is shorter than ", bytes, " bytes for shape ", shape));
   }
   ConvertValues(raw, f32, order == "True", m);
   return m;

@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of the fuzz targets: corpus/<target>/<name>, a
+few small valid and invalid inputs each. Rerun after changing it; the
+files are committed, so scripts/fuzz.sh needs no Python."""
+
+import hashlib
+import pathlib
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+PROTO = HERE.parent.parent / "proto"
+# The fingerprint progress_journal_fuzzer.cc resumes with.
+FINGERPRINT = "0123456789abcdef" * 4
+# The set price_request_fuzzer.cc stores: 2 x 3, column-major.
+STORED = (2, 3, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
+
+
+def load_protos():
+    out = tempfile.mkdtemp()
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"--proto_path={PROTO}",
+                    f"--python_out={out}", "pricer/v1/pricer.proto", "pricer/v1/devices.proto"],
+                   check=True)
+    sys.path.insert(0, out)
+    from pricer.v1 import pricer_pb2
+    return pricer_pb2
+
+
+def floats(values):
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def stored_id(rows, columns, values):
+    return hashlib.sha256(struct.pack("<qq", rows, columns) + floats(values)).hexdigest()
+
+
+def npy(descr, fortran, shape, data):
+    header = f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data
+
+
+def price_requests(pb):
+    def request(**market):
+        r = pb.PriceRequest(rate=0.02, maturity=1.0, paths=16, seed=42)
+        if "spot" in market:
+            r.market.explicit.spot.extend(market["spot"])
+            r.market.explicit.volatility.extend(market["volatility"])
+        else:
+            r.market.generated.CopyFrom(pb.GeneratedMarket(
+                issuers=market["issuers"], seed=7, spot_min=5, spot_max=10, volatility_min=0,
+                volatility_max=1))
+        return r
+
+    generated = request(issuers=3)
+    generated.scenarios.generated.CopyFrom(
+        pb.GeneratedScenarios(columns=8, seed=1, value_min=0, value_max=1))
+    generated.output.statistics.quantiles.extend([0.05, 0.5])
+    generated.output.statistics.var.append(0.99)
+    inline = request(spot=[5.0, 7.5], volatility=[0.2, 0.3])
+    inline.scenarios.matrix.CopyFrom(pb.Matrix(rows=2, columns=2,
+                                               values=floats([1, 2, 3, 4])))
+    inline.output.full = True
+    inline.column_begin, inline.column_end = 1, 2
+    correlated = request(spot=[5.0, 6.0], volatility=[0.2, 0.2])
+    correlated.market.correlation.extend([1.0, 0.5, 0.5, 1.0])
+    correlated.scenarios.generated.columns = 4
+    correlated.antithetic = True
+    correlated.precision = pb.PRECISION_TF32
+    stored = request(spot=[5.0, 6.0], volatility=[0.1, 0.4])
+    stored.scenarios.scenario_set = stored_id(*STORED)
+    stored.output.terminal_prices = True
+    # Over 10,000 issuers: drawn by the job's preparation, not at validation.
+    large = request(issuers=12_000)
+    large.scenarios.generated.columns = 2
+    bad = request(spot=[5.0], volatility=[0.2, 0.3])
+    bad.scenarios.generated.columns = 0
+    return {"generated": generated.SerializeToString(), "inline": inline.SerializeToString(),
+            "correlated": correlated.SerializeToString(), "stored": stored.SerializeToString(), "large-generated": large.SerializeToString(),
+            "bad-market": bad.SerializeToString(), "garbage": b"\xff\xff\xff"}
+
+
+def journals(pb):
+    header = f"pricer progress journal 1\n{FINGERPRINT}\n".encode()
+
+    def record(reply):
+        data = reply.SerializeToString()
+        size, varint = len(data), b""
+        while True:
+            byte, size = size & 0x7F, size >> 7
+            varint += bytes([byte | (0x80 if size else 0)])
+            if not size:
+                return varint + data
+
+    accepted = record(pb.PriceReply(accepted=pb.JobAccepted(
+        job_id="j1", issuers=2, paths=16, column_begin=0, column_end=8)))
+    chunk = record(pb.PriceReply(chunk=pb.ResultChunk(column_begin=0, column_end=4, rows=2)))
+    prices = record(pb.PriceReply(prices=pb.TerminalPricesChunk(issuer_begin=0, issuer_end=2)))
+    return {"header-only": header, "records": header + accepted + chunk + prices,
+            "torn": header + accepted + chunk[:-2], "other-run": header.replace(b"0123", b"4567"),
+            "not-a-journal": b"hello\n"}
+
+
+def main():
+    pb = load_protos()
+    f4 = floats([1, 2, 3, 4, 5, 6])
+    corpora = {
+        "fuzz_price_request": price_requests(pb),
+        "fuzz_npy": {
+            "f4-c": npy("<f4", False, (2, 3), f4),
+            "f8-fortran": npy("<f8", True, (3, 2), struct.pack("<6d", 1, 2, 3, 4, 5, 6)),
+            "short": npy("<f4", False, (2, 3), f4[:10]),
+            "int-dtype": npy("<i4", False, (2, 3), f4),
+            "1-d": npy("<f4", False, (6,), f4),
+            # Sizes the file cannot hold: refused before allocating them.
+            "huge-header": b"\x93NUMPY\x02\x00\xff\xff\xff\xff{}",
+            "huge-shape": npy("<f8", False, (2**40, 2**40), f4),
+        },
+        "fuzz_market_csv": {
+            "valid": b"spot,volatility\n5,0.2\n7.5,0.3\n\n10,1\n",
+            "crlf": b"spot,volatility\r\n5,0.2\r\n",
+            "no-header": b"5,0.2\n",
+            "bad-row": b"spot,volatility\n5,0.2,1\nx,y\n",
+        },
+        "fuzz_correlation_csv": {
+            "2x2": b"1,0.5\n0.5,1\n",
+            "3x3": b"1,0,0\n0,1,0.25\n0,0.25,1\n",
+            "ragged": b"1,0.5\n0.5\n",
+            "not-square": b"1,0.5\n",
+            "nan": b"nan,inf\n-inf,1e400\n",
+        },
+        "fuzz_progress_journal": journals(pb),
+        "fuzz_upload_assembler": {},
+    }
+    chunk = lambda **kw: pb.ScenarioChunk(**kw).SerializeToString()
+    record = lambda data: struct.pack("<H", len(data)) + data
+    values = floats([1, 2, 3, 4, 5, 6])
+    corpora["fuzz_upload_assembler"] = {
+        "one-chunk": record(chunk(rows=2, columns=3, values=values)),
+        "three-chunks": record(chunk(rows=2, columns=3, values=values[:5])) +
+                        record(chunk(values=values[5:13])) + record(chunk(rows=2, values=values[13:])),
+        "truncated": record(chunk(rows=2, columns=3, values=values[:8])),
+        "inconsistent": record(chunk(rows=2, columns=3)) + record(chunk(rows=3, values=values)),
+        "too-large": record(chunk(rows=100, columns=100, values=values)),
+    }
+    for target, inputs in corpora.items():
+        folder = HERE / "corpus" / target
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in inputs.items():
+            (folder / name).write_bytes(data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+// Request validation (ToJobSpec) and the job's preparation (the market
+// draw, the Cholesky factor, the stored-set read) on the bytes of a
+// PriceRequest, as any client can send them.
+#include <cstdlib>
+
+#include "server/service/request_validation.h"
+
+namespace {
+
+// The set the seed corpus names (tests/fuzz/make_corpus.py): 2 x 3, values
+// 0.5, 1.0, ..., 3.0 column-major.
+pricer::ScenarioStore& Store() {
+  static pricer::ScenarioStore* store = [] {
+    auto* s = new pricer::ScenarioStore(64 << 20, "");
+    if (!s->Put(2, 3, {0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f}).ok()) std::abort();
+    return s;
+  }();
+  return *store;
+}
+
+// A generated market is drawn issuer by issuer (up to 100,000 are accepted):
+// at validation up to 10,000 issuers, by the preparation above, so this
+// bound reaches both while the fuzzer spends its time in the checks, not
+// the draw.
+constexpr int64_t kMaxGeneratedIssuers = 16'384;
+
+// What a spec that validated and prepared must hold, whatever the request.
+bool Consistent(const pricer::JobSpec& spec) {
+  const pricer::ScenarioMatrix& a = spec.scenarios;
+  const int64_t n = spec.market.issuers();
+  if (n < 1 || spec.market.volatility.size() != spec.market.spot.size() || a.rows() != n) {
+    return false;
+  }
+  if (spec.market.correlated() && spec.market.correlation_factor.size() != size_t(n * n)) {
+    return false;
+  }
+  if (!a.generated() &&
+      (a.shared_values() == nullptr || a.shared_values()->size() != size_t(n * a.columns()))) {
+    return false;
+  }
+  return 0 <= spec.column_begin && spec.column_begin < spec.column_end &&
+         spec.column_end <= a.columns();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  pricer::v1::PriceRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  if (request.market().generated().issuers() > kMaxGeneratedIssuers) return 0;
+  absl::StatusOr<pricer::JobSpec> spec = pricer::ToJobSpec(request, Store());
+  if (!spec.ok()) return 0;
+  if (spec->prepare && !spec->prepare(*spec).ok()) return 0;
+  if (!Consistent(*spec)) std::abort();
+  return 0;
+}
