@@ -26,6 +26,9 @@ EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
                        "python", "examples", "price_seed.py")
 
 
+# A job may hold the whole device budget, not --max-job-bytes' default quarter.
+WHOLE_BUDGET = ("--max-job-bytes", "1")
+
 class PythonClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -213,7 +216,8 @@ class ServerKilledMidCallTest(unittest.TestCase):
                statistics=["mean", "var:0.99", "es:0.99"])
 
     def setUp(self):
-        self.servers = [Server(ARGS.pricerd, device_memory="24MiB") for _ in range(2)]
+        self.servers = [Server(ARGS.pricerd, device_memory="24MiB", flags=WHOLE_BUDGET)
+                        for _ in range(2)]
 
     def tearDown(self):
         for server in self.servers:

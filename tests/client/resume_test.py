@@ -81,10 +81,13 @@ def queued_jobs(server):
         return client.devices().queued_jobs
 
 
+# A job may hold the whole device budget, not --max-job-bytes' default quarter.
+WHOLE_BUDGET = ("--max-job-bytes", "1")
+
 class ResumeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(ARGS.pricerd, device_memory=BUDGET)
+        cls.server = Server(ARGS.pricerd, device_memory=BUDGET, flags=WHOLE_BUDGET)
         cls.dir = tempfile.TemporaryDirectory()
         # The uninterrupted run every interrupted one must equal, byte for byte.
         before = shards_done(cls.server)
@@ -136,7 +139,8 @@ class ResumeTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.journal(prefix)), "the journal was not removed")
 
     def test_server_killed_mid_job_the_other_finishes(self):
-        servers = [Server(ARGS.pricerd, device_memory=BUDGET) for _ in range(2)]
+        servers = [Server(ARGS.pricerd, device_memory=BUDGET, flags=WHOLE_BUDGET)
+                   for _ in range(2)]
         try:
             target = "ipv4:" + ",".join(s.target for s in servers)
             proc, _ = self.start_and_wait_for(target, "killed", 1000, "--split", "4")

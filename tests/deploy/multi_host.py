@@ -59,7 +59,9 @@ class Server:
             # `ip netns exec` execs pricerd itself: self.proc.pid is pricerd's.
             self.proc = subprocess.Popen(network.exec_args(
                 host, ARGS.pricerd, "--listen", self.target, "--metrics-listen", "",
-                "--devices", "cpu", "--device-memory", BUDGET, "--drain-seconds", "2",
+                # The job may use the whole budget (not --max-job-bytes' quarter).
+                "--devices", "cpu", "--device-memory", BUDGET, "--max-job-bytes", "1",
+                "--drain-seconds", "2",
                 "--max-connection-age-seconds", str(CONNECTION_AGE_SECONDS)),
                 stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
