@@ -52,6 +52,12 @@ void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
 
 void Engine::HandleFailure(size_t device, Task& task, const absl::Status& status) {
   Job& job = *task.job;
+  // A backend that saw the job's deadline pass (StopStatus) ends it, as the
+  // engine would have: the device did not fail.
+  if (absl::IsDeadlineExceeded(status) && !IsDeviceLost(status)) {
+    job.Stop(status);
+    return;
+  }
   // Counted before MarkLost, which may stop the job for good.
   const bool failed = !job.cancelled();
   if (failed) ++queues_[device].shards_failed;
