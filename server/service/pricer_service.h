@@ -66,7 +66,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   Engine& engine() { return engine_; }
   ScenarioStore& store() { return store_; }
   BoundedExecutor& uploads() { return uploads_; }
-  UploadBudget& upload_budget() { return upload_budget_; }
+  MemoryAccount& upload_budget() { return upload_budget_; }
   const ServiceOptions& options() const { return options_; }
 
  private:
@@ -90,7 +90,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   int64_t active_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool calls_since_trim_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  UploadBudget upload_budget_;
+  MemoryAccount upload_budget_;  // declared bytes of the uploads in progress
   // Stores uploaded sets: 2 at once, 16 more may wait (then RESOURCE_EXHAUSTED).
   BoundedExecutor uploads_{2, 16};
   std::thread trimmer_;  // TrimWhenIdle

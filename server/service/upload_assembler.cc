@@ -8,29 +8,6 @@
 
 namespace pricer {
 
-absl::Status UploadBudget::Reserve(int64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  if (in_use_ + bytes > max_bytes_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the upload declares ", bytes, " bytes and ", in_use_,
-                     " bytes of other uploads are in progress, over the server's "
-                     "--max-upload-bytes-in-flight of ",
-                     max_bytes_, "; retry when they end"));
-  }
-  in_use_ += bytes;
-  return absl::OkStatus();
-}
-
-void UploadBudget::Release(int64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  in_use_ -= bytes;
-}
-
-int64_t UploadBudget::in_use() const {
-  absl::MutexLock lock(&mu_);
-  return in_use_;
-}
-
 absl::Status UploadAssembler::Start(const v1::ScenarioChunk& chunk) {
   if (chunk.rows() < 1 || chunk.rows() > kMaxIssuers) {
     return absl::InvalidArgumentError(absl::StrCat("the first chunk's rows is ", chunk.rows(),
@@ -49,7 +26,8 @@ absl::Status UploadAssembler::Start(const v1::ScenarioChunk& chunk) {
                                                      "--scenario-store-bytes of ",
                                                      max_set_bytes_));
   }
-  RETURN_IF_ERROR(budget_.Reserve(expected_));
+  RETURN_IF_ERROR(budget_.Reserve(
+      expected_, "the upload (uploads in progress are bounded by --max-upload-bytes-in-flight)"));
   reserved_ = expected_;
   // Address space for the whole matrix, untouched: pages become memory only
   // as the bytes arrive and are written.

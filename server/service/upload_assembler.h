@@ -2,41 +2,24 @@
 // matrix. Memory is taken as bytes arrive, never the declared size up front
 // and zero-filled: a client that declares 2 GiB and sends nothing holds
 // almost nothing. The declared size is reserved from the server's budget for
-// uploads in progress (--max-upload-bytes-in-flight) at the first chunk, and
-// given back when the assembler goes.
+// uploads in progress (a MemoryAccount of --max-upload-bytes-in-flight) at
+// the first chunk, and given back when the assembler goes.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "pricer/v1/pricer.pb.h"
+#include "server/scheduler/memory_account.h"
 
 namespace pricer {
-
-// The declared bytes of the uploads in progress, against one bound.
-class UploadBudget {
- public:
-  explicit UploadBudget(int64_t max_bytes) : max_bytes_(max_bytes) {}
-  // RESOURCE_EXHAUSTED naming the bytes when `bytes` more would pass the bound.
-  absl::Status Reserve(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
-  void Release(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
-  int64_t in_use() const ABSL_LOCKS_EXCLUDED(mu_);
-  int64_t max_bytes() const { return max_bytes_; }
-
- private:
-  const int64_t max_bytes_;
-  mutable absl::Mutex mu_;
-  int64_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 class UploadAssembler {
  public:
   // A set may have at most `max_set_bytes` (the store's bound); `budget`
   // outlives the assembler.
-  UploadAssembler(int64_t max_set_bytes, UploadBudget& budget)
+  UploadAssembler(int64_t max_set_bytes, MemoryAccount& budget)
       : max_set_bytes_(max_set_bytes), budget_(budget) {}
   ~UploadAssembler() { budget_.Release(reserved_); }
   UploadAssembler(const UploadAssembler&) = delete;
@@ -60,7 +43,7 @@ class UploadAssembler {
   absl::Status Start(const v1::ScenarioChunk& chunk);
 
   const int64_t max_set_bytes_;
-  UploadBudget& budget_;
+  MemoryAccount& budget_;
   int64_t reserved_ = 0;  // of budget_
   int64_t rows_ = 0;
   int64_t columns_ = 0;

@@ -9,6 +9,11 @@ import time
 import unittest
 
 
+# For tests whose tiny device budget is the point: a job may hold all of it,
+# not --max-job-bytes' default quarter.
+WHOLE_BUDGET = ("--max-job-bytes", "1")
+
+
 class Server:
     """pricerd on 127.0.0.1, a free port chosen by the kernel."""
 

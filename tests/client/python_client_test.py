@@ -14,7 +14,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import Server  # noqa: E402  (the same fixture)
+from pricerd_fixture import WHOLE_BUDGET, Server  # noqa: E402  (the same fixture)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
@@ -25,9 +25,6 @@ ARGS = None
 EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "client",
                        "python", "examples", "price_seed.py")
 
-
-# A job may hold the whole device budget, not --max-job-bytes' default quarter.
-WHOLE_BUDGET = ("--max-job-bytes", "1")
 
 class PythonClientTest(unittest.TestCase):
     @classmethod

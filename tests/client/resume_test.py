@@ -13,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import Server  # noqa: E402  (the same fixture)
+from pricerd_fixture import WHOLE_BUDGET, Server  # noqa: E402  (the same fixture)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
@@ -80,9 +80,6 @@ def queued_jobs(server):
     with Client(server.target) as client:
         return client.devices().queued_jobs
 
-
-# A job may hold the whole device budget, not --max-job-bytes' default quarter.
-WHOLE_BUDGET = ("--max-job-bytes", "1")
 
 class ResumeTest(unittest.TestCase):
     @classmethod

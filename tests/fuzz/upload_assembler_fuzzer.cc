@@ -31,7 +31,7 @@ std::vector<pricer::v1::ScenarioChunk> SplitChunks(const uint8_t* data, size_t s
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  pricer::UploadBudget budget(kBudgetBytes);
+  pricer::MemoryAccount budget(kBudgetBytes);
   {
     pricer::UploadAssembler assembler(kMaxSetBytes, budget);
     absl::Status status;
