@@ -194,6 +194,12 @@ void DefineMemoryFlags(CLI::App& app, Flags& flags) {
                  "(RESOURCE_EXHAUSTED)")
       ->envname("PRICER_MAX_UPLOAD_BYTES_IN_FLIGHT")
       ->capture_default_str();
+  app.add_option("--upload-idle-seconds", flags.options.upload_idle_seconds,
+                 "end an upload that sends no chunk for this long (DEADLINE_EXCEEDED), freeing "
+                 "what it holds; 0: never")
+      ->envname("PRICER_UPLOAD_IDLE_SECONDS")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
 }
 
 // What one connection may hold: calls at once, and how long it may stay

@@ -51,6 +51,8 @@ struct ServerOptions {
   int64_t max_request_bytes = 64LL << 20;
   // The declared bytes of all uploads in progress.
   int64_t max_upload_bytes_in_flight = 2LL << 30;
+  // An upload with no chunk for this long is ended with DEADLINE_EXCEEDED; 0: never.
+  double upload_idle_seconds = 60;
   // When > 0, a connection older than this is asked to go away (HTTP/2
   // GOAWAY; its running calls finish), so that clients resolve the target
   // again and find new replicas.

@@ -40,6 +40,8 @@ PricerService::PricerService(Engine& engine, ScenarioStore& store, ServiceOption
       options_(std::move(options)),
       server_id_(ServerId()),
       upload_budget_(options_.max_upload_bytes_in_flight),
+      idle_uploads_(std::chrono::duration_cast<IdleWatch::Clock::duration>(
+          std::chrono::duration<double>(options_.upload_idle_seconds))),
       trimmer_([this] { TrimWhenIdle(); }) {}
 
 PricerService::~PricerService() {

@@ -15,6 +15,7 @@
 #include "server/service/auth.h"
 #include "server/service/bounded_executor.h"
 #include "server/service/call_record.h"
+#include "server/service/idle_watch.h"
 #include "server/service/server_metrics.h"
 #include "server/service/upload_assembler.h"
 #include "server/store/scenario_store.h"
@@ -32,6 +33,9 @@ struct ServiceOptions {
   ServerMetrics* metrics = nullptr;
   // The declared bytes of all uploads in progress (--max-upload-bytes-in-flight).
   int64_t max_upload_bytes_in_flight = 2LL << 30;
+  // An upload with no chunk for this long is ended (--upload-idle-seconds);
+  // 0: never.
+  double upload_idle_seconds = 60;
 };
 
 class PricerService final : public v1::Pricer::CallbackService {
@@ -67,6 +71,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   ScenarioStore& store() { return store_; }
   BoundedExecutor& uploads() { return uploads_; }
   MemoryAccount& upload_budget() { return upload_budget_; }
+  IdleWatch& idle_uploads() { return idle_uploads_; }
   const ServiceOptions& options() const { return options_; }
 
  private:
@@ -93,6 +98,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   MemoryAccount upload_budget_;  // declared bytes of the uploads in progress
   // Stores uploaded sets: 2 at once, 16 more may wait (then RESOURCE_EXHAUSTED).
   BoundedExecutor uploads_{2, 16};
+  IdleWatch idle_uploads_;  // ends uploads idle for upload_idle_seconds
   std::thread trimmer_;  // TrimWhenIdle
 };
 

@@ -1,8 +1,10 @@
 """Limits that keep one small request or a stalled client from taking a real
 pricerd's memory: the per-job cap (--max-job-bytes) and uploads that hold
-memory only for the bytes that arrived, within --max-upload-bytes-in-flight."""
+memory only for the bytes that arrived, within --max-upload-bytes-in-flight,
+and end when they stall for --upload-idle-seconds."""
 
 import socket
+import struct
 import threading
 import time
 
@@ -171,6 +173,44 @@ class UploadMemoryTest(OperationsTestCase):
         self.assertIn("--max-upload-bytes-in-flight", details)
         for upload in uploads:  # released: each ends as a truncated upload
             self.assertEqual(upload.code()[0], grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_a_stalled_upload_ends_after_the_idle_limit_and_frees_its_reservation(self):
+        server = self.start_server("--max-upload-bytes-in-flight", "3GiB",
+                                   "--upload-idle-seconds", "1.5")
+        stub = self.stub(server)
+        start = time.monotonic()
+        stalled = StalledUpload(stub, self.ROWS, self.COLUMNS)
+        time.sleep(0.5)
+        refused = StalledUpload(stub, self.ROWS, self.COLUMNS)  # 2 + 2 GiB > 3 GiB
+        self.assertEqual(refused.code()[0], grpc.StatusCode.RESOURCE_EXHAUSTED)
+        code, details = stalled.code()
+        ended = time.monotonic() - start
+        stalled.release.set()
+        self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, details)
+        self.assertIn("--upload-idle-seconds", details)
+        self.assertGreater(ended, 1.4)
+        self.assertLess(ended, 4.0)
+        # Its 2 GiB are back in the budget: the same upload is taken now and
+        # ends as a truncated upload once released, not refused.
+        again = StalledUpload(stub, self.ROWS, self.COLUMNS)
+        time.sleep(0.5)
+        again.release.set()
+        self.assertEqual(again.code()[0], grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_an_upload_that_keeps_sending_slowly_is_not_ended(self):
+        server = self.start_server("--upload-idle-seconds", "1")
+        stub = self.stub(server)
+        rows, columns, per_chunk = 16, 8, 16  # 8 chunks of one column each
+
+        def chunks():
+            for k in range(columns):
+                column = [1.0 + k + r / 100 for r in range(rows)]
+                yield pricer_pb2.ScenarioChunk(rows=rows, columns=columns,
+                                               values=struct.pack("<%df" % per_chunk, *column))
+                time.sleep(0.5)  # 4 s in all, each gap under the limit
+
+        reply = stub.UploadScenarios(chunks(), timeout=60)
+        self.assertEqual((reply.rows, reply.columns), (rows, columns))
 
 
 if __name__ == "__main__":
