@@ -7,6 +7,7 @@
 //    full-output chunk (P = 10,000, 103 columns: the ~4 MiB a full-mode reply
 //    carries) and a statistics chunk (2,000 columns, mean/stddev/VaR/ES);
 //    bytes/s are serialized reply bytes per second.
+//  - the Cholesky factor of a job's correlation matrix (its preparation).
 // The per-column statistics kernel is column_reducer_bench.
 #include <benchmark/benchmark.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "server/model/correlation.h"
 #include "server/model/statistics.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
@@ -149,6 +151,26 @@ void BM_EncodeStatsChunk(benchmark::State& state) {
 // Arg 1: ToReply + serialize; arg 0: serialize only.
 BENCHMARK(BM_EncodeFullChunk)->ArgName("to_reply")->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EncodeStatsChunk)->ArgName("to_reply")->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
+
+// The Cholesky factor of an n x n correlation (equicorrelated, rho = 0.3),
+// blocked with a stop poll before each block as a job's preparation runs it.
+void BM_CholeskyFactor(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<double> correlation(static_cast<size_t>(n * n), 0.3);
+  for (int64_t i = 0; i < n; ++i) correlation[static_cast<size_t>(i * n + i)] = 1.0;
+  int64_t polls = 0;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<float>> lower = CholeskyFactor(correlation, n, [&polls] {
+      ++polls;
+      return absl::OkStatus();
+    });
+    if (!lower.ok()) state.SkipWithError(std::string(lower.status().message()).c_str());
+    benchmark::DoNotOptimize(lower);
+  }
+  state.counters["polls"] = benchmark::Counter(static_cast<double>(polls),
+                                               benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_CholeskyFactor)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pricer

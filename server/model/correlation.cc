@@ -1,7 +1,9 @@
 #include "server/model/correlation.h"
 
+#include <cblas.h>
 #include <lapacke.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -40,24 +42,48 @@ absl::Status CheckCorrelation(const std::vector<double>& correlation, int64_t n)
   return absl::OkStatus();
 }
 
+namespace {
+
+// The columns one step of the blocked factorisation takes: 256 columns of a
+// 4096 x 4096 matrix are at most 1/16 of its flops, about 0.1 s on 2 cores.
+constexpr int64_t kCholeskyBlock = 256;
+
+absl::Status NotPositiveDefinite(int64_t row) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "market.correlation is not positive definite: the Cholesky factorisation fails at "
+      "row ",
+      row,
+      " (a correlation of exactly 1 or -1 between issuers is not allowed; use "
+      "e.g. 0.999)"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<float>> CholeskyFactor(const std::vector<double>& correlation,
-                                                  int64_t n) {
+                                                  int64_t n, const StopPoll& stop) {
   RETURN_IF_ERROR(CheckCorrelation(correlation, n));
-  // dpotrf on the lower triangle, column-major: the same numbers as the
-  // row-major upper triangle of a symmetric matrix.
+  // Right-looking blocked Cholesky on the lower triangle, column-major (the
+  // same numbers as the row-major upper triangle of a symmetric matrix): per
+  // block of columns, dpotrf of its diagonal block, dtrsm of the panel below
+  // it, dsyrk of the trailing matrix; `stop` is polled between blocks.
   std::vector<double> factor(correlation);
-  const lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', static_cast<lapack_int>(n),
-                                         factor.data(), static_cast<lapack_int>(n));
-  if (info > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "market.correlation is not positive definite: the Cholesky factorisation fails at "
-        "row ",
-        info - 1,
-        " (a correlation of exactly 1 or -1 between issuers is not allowed; use "
-        "e.g. 0.999)"));
-  }
-  if (info < 0) {
-    return absl::InternalError(absl::StrCat("LAPACKE_dpotrf: argument ", -info, " is invalid"));
+  const auto ld = static_cast<lapack_int>(n);
+  const auto at = [&](int64_t i, int64_t j) { return factor.data() + j * n + i; };
+  for (int64_t k = 0; k < n; k += kCholeskyBlock) {
+    if (stop) RETURN_IF_ERROR(stop());
+    const int64_t width = std::min(kCholeskyBlock, n - k), below = n - k - width;
+    const lapack_int info =
+        LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', static_cast<lapack_int>(width), at(k, k), ld);
+    if (info > 0) return NotPositiveDefinite(k + info - 1);
+    if (info < 0) {
+      return absl::InternalError(absl::StrCat("LAPACKE_dpotrf: argument ", -info, " is invalid"));
+    }
+    if (below == 0) break;
+    const auto rows = static_cast<blasint>(below), cols = static_cast<blasint>(width);
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, rows, cols, 1.0,
+                at(k, k), ld, at(k + width, k), ld);
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, rows, cols, -1.0, at(k + width, k), ld,
+                1.0, at(k + width, k + width), ld);
   }
   std::vector<float> lower(factor.size(), 0.0f);
   for (int64_t j = 0; j < n; ++j) {

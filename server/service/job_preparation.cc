@@ -17,7 +17,8 @@ absl::Status Preparation::Run(ScenarioStore& store, JobSpec& job) const {
   }
   if (!correlation.empty()) {
     ASSIGN_OR_RETURN(const std::vector<float> factor,
-                     CholeskyFactor(correlation, market.issuers()));
+                     CholeskyFactor(correlation, market.issuers(),
+                                    [&job] { return StopStatus(job); }));
     std::copy(factor.begin(), factor.end(), market.correlation_factor.begin());
   }
   if (!scenario_set.empty()) RETURN_IF_ERROR(ReadStoredSet(store, job.scenarios));

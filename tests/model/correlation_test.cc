@@ -111,7 +111,8 @@ TEST(CorrelationTest, FactorReproducesTheMatrix) {
                   -0.3, 0.1, 1.0, -0.5,  //
                   0.2, 0.4, -0.5, 1.0},
                  4);
-  for (const int64_t n : {int64_t{5}, int64_t{20}, int64_t{64}}) {
+  // 600 issuers: three blocks of the blocked factorisation (256, 256, 88).
+  for (const int64_t n : {int64_t{5}, int64_t{20}, int64_t{64}, int64_t{600}}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     ExpectFactorOf(RandomCorrelation(n, static_cast<uint64_t>(n)), n);
   }
@@ -168,6 +169,28 @@ TEST(CorrelationTest, MatrixThatIsNotPositiveDefiniteIsRefused) {
   EXPECT_THAT(Refusal(twins, 3), AllOf(HasSubstr("positive definite"), HasSubstr("0.999")));
   const std::vector<double> opposites = {1.0, -1.0, -1.0, 1.0};
   EXPECT_THAT(Refusal(opposites, 2), HasSubstr("positive definite"));
+  // Twins in the second block of 256 columns: the row named is the matrix's.
+  std::vector<double> late_twins = Identity(400);
+  late_twins[299 * 400 + 300] = late_twins[300 * 400 + 299] = 1.0;
+  EXPECT_THAT(Refusal(late_twins, 400),
+              AllOf(HasSubstr("positive definite"), HasSubstr("fails at row 300 ")));
+}
+
+TEST(CorrelationTest, AStopBetweenBlocksEndsTheFactorisationWithItsStatus) {
+  const int64_t n = 600;  // three blocks
+  int polls = 0;
+  absl::StatusOr<std::vector<float>> lower =
+      CholeskyFactor(RandomCorrelation(n, 7), n, [&polls]() -> absl::Status {
+        return ++polls == 2 ? absl::CancelledError("job cancelled") : absl::OkStatus();
+      });
+  EXPECT_EQ(lower.status(), absl::CancelledError("job cancelled"));
+  EXPECT_EQ(polls, 2);
+  polls = 0;
+  ASSERT_TRUE(CholeskyFactor(RandomCorrelation(n, 7), n, [&polls] {
+                ++polls;
+                return absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(polls, 3);  // once before each block
 }
 
 }  // namespace
