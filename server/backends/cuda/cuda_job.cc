@@ -74,7 +74,12 @@ class CudaJob {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
   }
 
+  // Builds ST. A stopped job (StopStatus) ends between the steps: each
+  // step is one kernel or GEMM over at most the device's memory, tens of
+  // milliseconds on a current GPU, so a cancel or a deadline waits that long
+  // at most.
   absl::Status Start() {
+    RETURN_IF_ERROR(StopStatus(spec_));
     absl::MutexLock lock(&stream_mu_);
     RETURN_IF_ERROR(MakeStream(name_, &stream_));
     cudaStream_t stream = stream_.get();
@@ -86,7 +91,10 @@ class CudaJob {
     RETURN_IF_ERROR(Upload(name_, memory_, buffers_.diffusion, gbm.diffusion, stream, &diffusion));
     RETURN_IF_ERROR(UploadStatisticsConstants(stream));
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.st, name_, &st_));
+    RETURN_IF_ERROR(StopStatus(spec_));
     RETURN_IF_ERROR(DrawShocksIntoSt(stream));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
+    RETURN_IF_ERROR(StopStatus(spec_));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cuda::LaunchTerminalPrices(spec_.paths, spec_.market.issuers(), spot.data(),
                                           drift.data(), diffusion.data(), st_.data(), stream)));
