@@ -3,9 +3,7 @@
 // and a lost device that takes no more work.
 #include <algorithm>
 #include <climits>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -15,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/backends/cpu/cpu_device.h"
+#include "tests/service/flaky_cpu_device.h"
 #include "tests/service/multi_device_test_util.h"
 #include "tests/service/service_test_util.h"
 
@@ -23,93 +22,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Which shard attempts fail, shared by the devices of one server: the shards
-// in `shards` of jobs priced with `seed`, on their first `times` attempts,
-// whatever the device.
-class InjectedFailures {
- public:
-  // `lose_device`: each failure is a DeviceLost fault (a broken GPU) rather
-  // than a failure of that shard only.
-  InjectedFailures(uint64_t seed, std::set<int64_t> shards, int times, bool lose_device = false)
-      : seed_(seed), shards_(std::move(shards)), times_(times), lose_device_(lose_device) {}
-
-  absl::Status Failure() const {
-    return lose_device_ ? DeviceLost(absl::InternalError("injected fault"))
-                        : absl::InternalError("injected failure");
-  }
-
-  bool Fail(const JobSpec& spec, const Shard& shard, const std::string& device) {
-    if (spec.seed != seed_ || !shards_.contains(shard.index)) return false;
-    std::lock_guard lock(mu_);
-    if (attempts_[shard.index]++ >= times_) return false;
-    failed_.emplace_back(shard.index, device);
-    return true;
-  }
-  // (shard, device) of each injected failure, in order.
-  std::vector<std::pair<int64_t, std::string>> failed() const {
-    std::lock_guard lock(mu_);
-    return failed_;
-  }
-
- private:
-  const uint64_t seed_;
-  const std::set<int64_t> shards_;
-  const int times_;
-  const bool lose_device_;
-  mutable std::mutex mu_;
-  std::map<int64_t, int> attempts_;
-  std::vector<std::pair<int64_t, std::string>> failed_;
-};
-
-// A real cpu device whose shards fail as `failures` says.
-class FlakyCpuDevice : public CpuDevice {
- public:
-  FlakyCpuDevice(std::string name, int64_t budget_bytes, std::shared_ptr<InjectedFailures> failures)
-      : CpuDevice(std::move(name), budget_bytes, 1), failures_(std::move(failures)) {}
-
-  absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
-                                                      int64_t shard_columns) override {
-    absl::StatusOr<std::unique_ptr<DeviceJob>> job = CpuDevice::StartJob(spec, shard_columns);
-    if (!job.ok()) return job.status();
-    return std::make_unique<FlakyJob>(*std::move(job), spec, name(), failures_);
-  }
-
- private:
-  class FlakyJob : public DeviceJob {
-   public:
-    FlakyJob(std::unique_ptr<DeviceJob> job, const JobSpec& spec, std::string device,
-             std::shared_ptr<InjectedFailures> failures)
-        : job_(std::move(job)),
-          spec_(spec),
-          device_(std::move(device)),
-          failures_(std::move(failures)) {}
-
-    absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
-      if (failures_->Fail(spec_, shard, device_)) return failures_->Failure();
-      return job_->RunShard(shard, out);
-    }
-    absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
-      return job_->CopyTerminalPrices(issuer_begin, issuer_end, out);
-    }
-
-   private:
-    const std::unique_ptr<DeviceJob> job_;
-    const JobSpec& spec_;  // outlives the DeviceJob (device.h)
-    const std::string device_;
-    const std::shared_ptr<InjectedFailures> failures_;
-  };
-
-  const std::shared_ptr<InjectedFailures> failures_;
-};
-
 constexpr uint64_t kFlakySeed = 666;
 
 std::unique_ptr<PricerServer> StartFlakyServer(int devices,
                                                std::shared_ptr<InjectedFailures> failures) {
   std::vector<std::unique_ptr<Device>> list;
   for (int d = 0; d < devices; ++d) {
-    list.push_back(
-        std::make_unique<FlakyCpuDevice>("cpu" + std::to_string(d), BudgetFor(1.5), failures));
+    list.push_back(std::make_unique<FlakyCpuDevice>("cpu" + std::to_string(d), BudgetFor(1.5),
+                                                    InjectedFailures::Fault(failures)));
   }
   return StartWithDevices(std::move(list));
 }
