@@ -27,6 +27,25 @@ namespace {
 // Paths per block of the correlated shocks' GEMM.
 constexpr int64_t kPathBlock = 256;
 
+// The flops of one GEMM between two polls of a shard's stop: about 0.1-0.2
+// s on one core at 100-200 GFLOP/s.
+constexpr double kFlopsPerPoll = 2e10;
+
+// The paths (rows of ST and SC) of each GEMM of a 256-column block: all of
+// them unless the block's GEMM is over kFlopsPerPoll (2 x 21,474 paths x
+// 100,000 issuers x 256 columns is 1.1e12 flop, seconds on a core), then a
+// multiple of 16 that keeps each under it. A function of P and N only, so
+// the numbers do not depend on shard width, column range or device count
+// (OpenBLAS's rounding depends on the GEMM's shape).
+int64_t PathsPerGemm(int64_t paths, int64_t issuers) {
+  const double block_flops = 2.0 * static_cast<double>(paths) * static_cast<double>(issuers) *
+                             static_cast<double>(kColumnAlignment);
+  if (block_flops <= kFlopsPerPoll) return paths;
+  const auto rows = static_cast<int64_t>(
+      kFlopsPerPoll / (2.0 * static_cast<double>(issuers) * static_cast<double>(kColumnAlignment)));
+  return std::max<int64_t>(16, rows / 16 * 16);
+}
+
 // Once per process: every sgemm call runs on the calling thread.
 void UseSingleThreadedBlas() {
   static std::once_flag once;
@@ -174,7 +193,7 @@ class CpuDeviceJob : public DeviceJob {
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
     const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
 
-    // One fixed-shape GEMM per 256-column block of A, then the block's kept
+    // One fixed-shape GEMM (or a fixed split of it) per 256-column block of A, then the kept
     // columns: statistics while they are in cache, values copied out.
     const int64_t blocks = (width + kColumnAlignment - 1) / kColumnAlignment;
     double gemm_seconds = 0, statistics_seconds = 0;
@@ -188,12 +207,8 @@ class CpuDeviceJob : public DeviceJob {
         const int64_t first = b * kColumnAlignment;  // offset in the shard
         const int64_t count = std::min(kColumnAlignment, width - first);
         float* a = buffers.a.data() + first * issuers;
-        float* sc = buffers.sc.data() + first * paths;
         spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
-        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(paths),
-                    static_cast<blasint>(count), static_cast<blasint>(issuers), 1.0f,
-                    terminal_prices_.data(), static_cast<blasint>(paths), a,
-                    static_cast<blasint>(issuers), 0.0f, sc, static_cast<blasint>(paths));
+        if (!MultiplyBlock(a, count, buffers.sc.data() + first * paths, stop)) continue;
         const auto multiplied = std::chrono::steady_clock::now();
 
         KeepBlock(shard, first, count, buffers, discount, out);
@@ -222,6 +237,23 @@ class CpuDeviceJob : public DeviceJob {
     AccountedArray<float> a;
     AccountedArray<float> sc;
   };
+
+  // SC = ST A for one block of `count` (<= 256) columns of A, in GEMMs of
+  // PathsPerGemm rows each, polling `stop` between them; false when stopped.
+  bool MultiplyBlock(const float* a, int64_t count, float* sc, StopPoll& stop) const {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.market.issuers();
+    const int64_t step = PathsPerGemm(paths, issuers);
+    for (int64_t first = 0; first < paths; first += step) {
+      if (first > 0 && stop.Stopped()) return false;
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,
+                  static_cast<blasint>(std::min(step, paths - first)), static_cast<blasint>(count),
+                  static_cast<blasint>(issuers), 1.0f, terminal_prices_.data() + first,
+                  static_cast<blasint>(paths), a, static_cast<blasint>(issuers), 0.0f, sc + first,
+                  static_cast<blasint>(paths));
+    }
+    return true;
+  }
 
   // The kept columns of the block at `first` (`count` columns) of a shard:
   // their statistics while they are in cache, their values copied out.

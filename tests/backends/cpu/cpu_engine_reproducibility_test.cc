@@ -125,5 +125,32 @@ TEST(CpuEngineTest, CorrelatedAntitheticResultsDoNotDependOnDevicesThreadsOrShar
   }
 }
 
+TEST(CpuEngineTest, ABlockOverTheFlopsPerPollIsSplitByPathsTheSameWayEverywhere) {
+  // 2 x 4000 x 10,000 x 256 flop per 256-column block is over the 2e10 the
+  // cpu device runs between two polls of a job's stop: each block's GEMM is
+  // split into 3904 + 96 paths, whatever the block's width (64 here, 256 by
+  // default) or the device, so the bits stay the same.
+  const int64_t paths = 4000, issuers = 10'000, columns = 300;
+  auto spec = [&](int64_t shard_columns, int64_t begin, int64_t end) {
+    JobSpec s = MakeSpec(SpreadMarket(issuers), paths, kSeed,
+                         ScenarioMatrix::Generated(issuers, columns, kScenarioSeed, 0.0f, 1.0f),
+                         Output(true, true, true), shard_columns);
+    s.column_begin = begin;
+    s.column_end = end;
+    return s;
+  };
+  auto engine = MakeEngine(kBudget, 1, 2);
+  const JobResult baseline = RunJob(*engine, spec(0, 0, columns));
+  ASSERT_TRUE(baseline.status.ok()) << baseline.status;
+  const JobResult narrow = RunJob(*engine, spec(64, 0, columns));
+  ExpectSameBits(baseline, narrow, "shard_columns 64");
+  auto two = MakeEngine(kBudget, 2, 1);
+  ExpectSameBits(baseline, RunJob(*two, spec(0, 100, columns)), "2 devices, columns [100, 300)");
+  // Against float64 on 12 columns (4000 x 12 x 10,000 products).
+  const JobResult few = RunJob(*engine, spec(0, 0, 12));
+  ASSERT_TRUE(few.status.ok()) << few.status;
+  ExpectProductMatches(few, ReferenceScenarios(kScenarioSeed, issuers, 12, 0.0, 1.0), issuers);
+}
+
 }  // namespace
 }  // namespace pricer
