@@ -1,4 +1,5 @@
 // pricerd: the pricing server.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,20 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGHUP, &action, nullptr);
+}
+
+// Each connection holds a file descriptor, and the soft limit is often 1024:
+// raises it to the hard limit (at most 2^20), saying so.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = std::min<rlim_t>(limit.rlim_max, rlim_t{1} << 20);
+  if (limit.rlim_cur >= wanted) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = wanted;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::info("file descriptors: soft limit raised from {} to {}", before, wanted);
+  }
 }
 
 // Blocks until a stop signal reaches the pipe (SIGHUP is logged and waited
@@ -291,6 +306,7 @@ int main(int argc, char** argv) {
   }
 
   InstallStopHandlers();
+  RaiseDescriptorLimit();
   absl::StatusOr<std::unique_ptr<pricer::PricerServer>> server =
       pricer::PricerServer::Start(*options);
   if (!server.ok()) {
