@@ -197,6 +197,10 @@ absl::Status PricerServer::StartService(const ServerOptions& options,
   };
   engine_ = std::make_unique<Engine>(std::move(devices), engine_options);
   store_ = std::make_unique<ScenarioStore>(options.scenario_store_bytes, options.scenario_dir);
+  if (const int64_t torn = store_->RemoveTornWrites(); torn > 0) {
+    spdlog::warn("removed {} temporary file{} of scenario-set writes that a crash cut short from {}",
+                 torn, torn == 1 ? "" : "s", options.scenario_dir);
+  }
   if (!options.metrics_listen.empty()) {
     ASSIGN_OR_RETURN(metrics_, ServerMetrics::Start(options.metrics_listen, *engine_, *store_));
     service_options.metrics = metrics_.get();

@@ -1,13 +1,17 @@
 #include "server/store/scenario_store.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -56,6 +60,22 @@ std::string ScenarioStore::IdOf(int64_t rows, int64_t columns, const std::vector
   EVP_MD_CTX_free(context);
   return absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(digest), static_cast<size_t>(size)));
+}
+
+int64_t ScenarioStore::RemoveTornWrites() const {
+  if (directory_.empty()) return 0;
+  static const std::regex kTemporary("[0-9a-f]{64}\\.set\\.tmp\\.([0-9]+)\\.[0-9]+");
+  int64_t removed = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory_, error)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, match, kTemporary)) continue;
+    const long pid = std::strtol(match[1].str().c_str(), nullptr, 10);
+    const bool writer_alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH);
+    if (!writer_alive && std::filesystem::remove(entry.path(), error)) ++removed;
+  }
+  return removed;
 }
 
 std::string ScenarioStore::PathOf(const std::string& id) const {

@@ -37,6 +37,11 @@ class ScenarioStore {
   // followed by the rows * columns float32 values (column-major, little-endian).
   static std::string IdOf(int64_t rows, int64_t columns, const std::vector<float>& values);
 
+  // Removes the temporary files of writes that a crash cut short: named
+  // `<id>.set.tmp.<pid>.<n>`, with no process `pid` on this host (the
+  // directory belongs to one server at a time). Returns how many.
+  int64_t RemoveTornWrites() const;
+
   // Stores a matrix (or finds it stored). RESOURCE_EXHAUSTED when it is
   // larger than the memory bound and there is no directory; INTERNAL when
   // the disk write fails (nothing is stored then).

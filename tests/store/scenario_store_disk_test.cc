@@ -1,8 +1,11 @@
 // ScenarioStore on real files in a fresh temporary directory: the file's
 // bytes, sets that survive a restart or come back after eviction, sets over
-// the memory bound kept on disk only, and concurrent puts of one set.
+// the memory bound kept on disk only, concurrent puts of one set, and the
+// temporary files of writes a crash cut short.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -142,6 +145,31 @@ TEST_F(ScenarioStoreTest, ConcurrentPutsOfTheSameSetAllSucceed) {
     EXPECT_EQ(Values(*got), a);
     std::filesystem::remove(PathOf(id));
   }
+}
+
+// A temporary file whose writer is gone is removed; one whose writer runs
+// (this process), other names and stored sets are left alone.
+TEST_F(ScenarioStoreTest, TemporaryFilesOfWritersThatAreGoneAreRemoved) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);  // `child` is a pid no process has now
+  ScenarioStore store(1 << 20, dir_);
+  ASSERT_TRUE(store.Put(2, 3, Matrix(2, 3)).ok());
+  const std::string id(64, 'a');
+  const std::string torn = id + ".set.tmp." + std::to_string(child) + ".0";
+  const std::string running = id + ".set.tmp." + std::to_string(getpid()) + ".1";
+  for (const std::string& name : {torn, running, std::string("notes.tmp.1.2")}) {
+    std::ofstream(dir_ + "/" + name) << "PRSET001 half a set";
+  }
+  EXPECT_EQ(store.RemoveTornWrites(), 1);
+  std::vector<std::string> want = {ScenarioStore::IdOf(2, 3, Matrix(2, 3)) + ".set", running,
+                                   "notes.tmp.1.2"};
+  std::sort(want.begin(), want.end());
+  std::vector<std::string> files = Files();
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, want);
+  EXPECT_EQ(store.RemoveTornWrites(), 0);
 }
 
 }  // namespace
