@@ -1,4 +1,5 @@
 // pricerd: the pricing server.
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -51,6 +53,22 @@ void InstallStopHandlers() {
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGHUP, &action, nullptr);
+}
+
+// One malloc arena for the whole process, unless the environment sets the
+// number (GLIBC_TUNABLES=glibc.malloc.arena_max=N or MALLOC_ARENA_MAX):
+// glibc's malloc_trim returns the free top of the main arena only, so the
+// service's idle trim (PricerService::TrimWhenIdle) left the freed result
+// buffers of other threads' arenas resident (5 slow readers of 240 MB:
+// +29-41% of RSS after they ended; with one arena +1%, at no measured cost
+// in throughput on 2 cores).
+void UseOneMallocArena() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (std::getenv("MALLOC_ARENA_MAX") != nullptr ||
+      (tunables != nullptr && std::strstr(tunables, "arena_max") != nullptr)) {
+    return;
+  }
+  mallopt(M_ARENA_MAX, 1);
 }
 
 // Each connection holds a file descriptor, and the soft limit is often 1024:
@@ -290,6 +308,7 @@ absl::StatusOr<pricer::ServerOptions> ToServerOptions(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  UseOneMallocArena();  // before any thread starts
   Flags flags;
   CLI::App app{"pricerd: Monte Carlo scenario pricing over gRPC"};
   DefineFlags(app, flags);

@@ -88,6 +88,8 @@ class PricerService final : public v1::Pricer::CallbackService {
   }
   // Gives the memory that finished calls freed back to the system (glibc
   // keeps freed chunk buffers otherwise) once no call has run for 0.5 s.
+  // malloc_trim returns all of it only from the main arena: pricerd uses
+  // one arena (server/daemon/main.cc).
   void TrimWhenIdle() ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
