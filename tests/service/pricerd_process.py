@@ -42,14 +42,15 @@ def server_environment(extra=None):
 
 class Server:
     """pricerd on 127.0.0.1 with a free port (and a free metrics port unless
-    metrics=False), its output in a file."""
+    metrics=False), its output in a file; one cpu device of 1 GiB unless
+    `devices` and `device_memory` say otherwise."""
 
-    def __init__(self, flags=(), metrics=True, env=None):
+    def __init__(self, flags=(), metrics=True, env=None, devices="cpu", device_memory="1GiB"):
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         self.final_output = None  # what pricerd wrote, once stopped
         self.command = [ARGS.pricerd, "--listen", "127.0.0.1:0",
                         "--metrics-listen", "127.0.0.1:0" if metrics else "",
-                        "--devices", "cpu", "--device-memory", "1GiB", *flags]
+                        "--devices", devices, "--device-memory", device_memory, *flags]
         self.proc = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=server_environment(env))
         self.port = self._wait_for(r"\(port (\d+)\)")
