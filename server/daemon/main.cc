@@ -233,6 +233,12 @@ void DefineMemoryFlags(CLI::App& app, Flags& flags) {
       ->envname("PRICER_UPLOAD_IDLE_SECONDS")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  app.add_option("--stalled-reader-seconds", flags.options.stalled_reader_seconds,
+                 "cancel a Price call whose reader takes no reply for this long, stopping its "
+                 "job; 0: never")
+      ->envname("PRICER_STALLED_READER_SECONDS")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
 }
 
 // What one connection may hold: calls at once, and how long it may stay

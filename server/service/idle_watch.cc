@@ -14,7 +14,9 @@ void IdleWatch::Ticket::Close() {
 bool IdleWatch::Ticket::TimeOutIfIdle(Clock::duration limit, Clock::time_point now) {
   absl::MutexLock lock(&mu_);
   if (!time_out_) return true;
-  const Clock::time_point last{Clock::duration(last_.load(std::memory_order_relaxed))};
+  const Clock::rep last_count = last_.load(std::memory_order_relaxed);
+  if (last_count == kPaused) return false;
+  const Clock::time_point last{Clock::duration(last_count)};
   if (now - last <= limit) return false;
   std::function<void()> time_out = std::move(time_out_);
   time_out_ = nullptr;

@@ -3,12 +3,15 @@
 // (at most every second) and calls the time-out of each ticket idle for
 // longer than the limit, once. The service watches uploads with it
 // (--upload-idle-seconds): a client that starts an upload and stops sending
-// would otherwise hold its reservation and its bytes until its call ends.
+// would otherwise hold its reservation and its bytes until its call ends;
+// and Price calls whose reader takes no reply (--stalled-reader-seconds),
+// which would hold their job's buffers.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -28,6 +31,8 @@ class IdleWatch {
     explicit Ticket(std::function<void()> time_out) : time_out_(std::move(time_out)) { Touch(); }
     // Something arrived: the idle time starts again.
     void Touch() { last_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed); }
+    // Nothing is awaited until the next Touch: the call cannot be idle.
+    void Pause() { last_.store(kPaused, std::memory_order_relaxed); }
     // No time-out from now on; waits for one that is running. After Close
     // the call may go (the time-out no longer touches it).
     void Close() ABSL_LOCKS_EXCLUDED(mu_);
@@ -38,7 +43,8 @@ class IdleWatch {
     // ticket is done (closed or timed out).
     bool TimeOutIfIdle(Clock::duration limit, Clock::time_point now) ABSL_LOCKS_EXCLUDED(mu_);
 
-    std::atomic<Clock::rep> last_;  // Clock's count at the last Touch
+    static constexpr Clock::rep kPaused = std::numeric_limits<Clock::rep>::max();
+    std::atomic<Clock::rep> last_;  // Clock's count at the last Touch, or kPaused
     absl::Mutex mu_;
     std::function<void()> time_out_ ABSL_GUARDED_BY(mu_);  // empty once closed or called
   };

@@ -22,9 +22,12 @@ namespace {
 // gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
 class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
  public:
-  PriceReactor(PricerService& service, const grpc::CallbackServerContext& context,
+  PriceReactor(PricerService& service, grpc::CallbackServerContext& context,
                const v1::PriceRequest& request)
-      : service_(service) {
+      : service_(service),
+        context_(context),
+        stalled_(service.stalled_readers().Watch([this] { CancelStalled(); })) {
+    stalled_->Pause();  // nothing is being written yet
     call_.method = "Price";
     absl::StatusOr<ClientIdentity> client = service.BeginCall(context, true, &call_);
     if (!client.ok()) {
@@ -52,6 +55,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   }
 
   void OnWriteDone(bool ok) override {
+    stalled_->Pause();
     int64_t sent = 0;
     int64_t reply_bytes = 0;
     {
@@ -78,6 +82,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   }
 
   void OnDone() override {
+    stalled_->Close();  // waits for a time-out that is running
     if (job_ != nullptr) {
       job_->results().DetachListener();
       job_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
@@ -171,8 +176,22 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
     }
     reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
     writing_ = true;
+    stalled_->Touch();
     mu_.Unlock();
     StartWrite(&reply_);
+  }
+
+  // On the stalled-reader watch's thread, a write outstanding for longer
+  // than --stalled-reader-seconds: the reader has taken nothing for that
+  // long. Its job stops and the call is cancelled (the write cannot drain,
+  // so no status could follow it).
+  void CancelStalled() {
+    const std::string why = absl::StrCat("the reader took no reply for ",
+                                         service_.options().stalled_reader_seconds,
+                                         " s (--stalled-reader-seconds)");
+    spdlog::info("{}: cancelled: {}", call_.job, why);
+    job_->Cancel(absl::CancelledError(why));
+    context_.TryCancel();
   }
 
   void FinishOnce(const absl::Status& status) {
@@ -186,6 +205,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   }
 
   PricerService& service_;
+  grpc::CallbackServerContext& context_;
+  std::shared_ptr<IdleWatch::Ticket> stalled_;  // of service_.stalled_readers()
   bool active_ = false;  // counted among the active calls (not refused)
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<Job> job_;
@@ -205,7 +226,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
 }  // namespace
 
 grpc::ServerWriteReactor<v1::PriceReply>* NewPriceReactor(
-    PricerService& service, const grpc::CallbackServerContext& context,
+    PricerService& service, grpc::CallbackServerContext& context,
     const v1::PriceRequest& request) {
   return new PriceReactor(service, context, request);
 }

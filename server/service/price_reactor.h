@@ -1,6 +1,7 @@
 // One Price call (PriceReactor, in price_reactor.cc): checks and submits the
 // request on the gRPC thread that receives it, then writes `accepted` once the
-// job's inputs are ready, each chunk as the engine queues it, and `finished`.
+// job's inputs are ready, each chunk as the engine queues it, and `finished`;
+// a reader that takes no reply for --stalled-reader-seconds is cancelled.
 #pragma once
 
 #include "pricer/v1/pricer.grpc.pb.h"
@@ -10,7 +11,7 @@ namespace pricer {
 
 // The reactor of one Price call; it deletes itself when the call is done.
 grpc::ServerWriteReactor<v1::PriceReply>* NewPriceReactor(
-    PricerService& service, const grpc::CallbackServerContext& context,
+    PricerService& service, grpc::CallbackServerContext& context,
     const v1::PriceRequest& request);
 
 }  // namespace pricer

@@ -53,6 +53,8 @@ struct ServerOptions {
   int64_t max_upload_bytes_in_flight = 2LL << 30;
   // An upload with no chunk for this long is ended with DEADLINE_EXCEEDED; 0: never.
   double upload_idle_seconds = 60;
+  // A Price call whose reader takes no reply for this long is cancelled; 0: never.
+  double stalled_reader_seconds = 300;
   // When > 0, a connection older than this is asked to go away (HTTP/2
   // GOAWAY; its running calls finish), so that clients resolve the target
   // again and find new replicas.

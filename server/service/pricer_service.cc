@@ -23,6 +23,11 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+IdleWatch::Clock::duration Limit(double seconds) {
+  return std::chrono::duration_cast<IdleWatch::Clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
 // Host name, process id and start time (ms since the epoch).
 std::string ServerId() {
   char host[256] = {};
@@ -40,8 +45,8 @@ PricerService::PricerService(Engine& engine, ScenarioStore& store, ServiceOption
       options_(std::move(options)),
       server_id_(ServerId()),
       upload_budget_(options_.max_upload_bytes_in_flight),
-      idle_uploads_(std::chrono::duration_cast<IdleWatch::Clock::duration>(
-          std::chrono::duration<double>(options_.upload_idle_seconds))),
+      idle_uploads_(Limit(options_.upload_idle_seconds)),
+      stalled_readers_(Limit(options_.stalled_reader_seconds)),
       trimmer_([this] { TrimWhenIdle(); }) {}
 
 PricerService::~PricerService() {

@@ -36,6 +36,9 @@ struct ServiceOptions {
   // An upload with no chunk for this long is ended (--upload-idle-seconds);
   // 0: never.
   double upload_idle_seconds = 60;
+  // A Price call whose reader takes no reply for this long is cancelled
+  // (--stalled-reader-seconds); 0: never.
+  double stalled_reader_seconds = 300;
 };
 
 class PricerService final : public v1::Pricer::CallbackService {
@@ -72,6 +75,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   BoundedExecutor& uploads() { return uploads_; }
   MemoryAccount& upload_budget() { return upload_budget_; }
   IdleWatch& idle_uploads() { return idle_uploads_; }
+  IdleWatch& stalled_readers() { return stalled_readers_; }
   const ServiceOptions& options() const { return options_; }
 
  private:
@@ -100,7 +104,8 @@ class PricerService final : public v1::Pricer::CallbackService {
   MemoryAccount upload_budget_;  // declared bytes of the uploads in progress
   // Stores uploaded sets: 2 at once, 16 more may wait (then RESOURCE_EXHAUSTED).
   BoundedExecutor uploads_{2, 16};
-  IdleWatch idle_uploads_;  // ends uploads idle for upload_idle_seconds
+  IdleWatch idle_uploads_;     // ends uploads idle for upload_idle_seconds
+  IdleWatch stalled_readers_;  // cancels Price calls stalled for stalled_reader_seconds
   std::thread trimmer_;  // TrimWhenIdle
 };
 

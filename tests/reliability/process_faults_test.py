@@ -187,6 +187,24 @@ class StalledReaderTest(FaultsTestCase):
         stalled.cancel()
         self.assertIdle(stub)
 
+    def test_a_reader_stalled_past_the_limit_is_cancelled_and_frees_its_job(self):
+        server = self.server("--max-pending-bytes-per-job", str(self.CAP),
+                             "--stalled-reader-seconds", "2")
+        stub = self.stub(server)
+        stalled = pricer_pb2_grpc.PricerStub(self.channel(server.target)).Price(
+            self.REQUEST, timeout=300)
+        self.assertEqual(next(stalled).WhichOneof("kind"), "accepted")
+        started = time.monotonic()
+        seconds = self.assertIdle(stub, timeout=30)
+        print("a reader stalled past --stalled-reader-seconds 2: its job's memory back "
+              "%.2f s after it stopped reading" % seconds, flush=True)
+        self.assertGreater(time.monotonic() - started, 2.0)  # not before the limit
+        with self.assertRaises(grpc.RpcError) as ended:
+            for _ in stalled:  # what gRPC had buffered, then the cancel
+                pass
+        self.assertEqual(ended.exception.code(), CANCELLED)
+        self.assertIn("--stalled-reader-seconds", server.output())
+
 
 class RandomCancelsTest(FaultsTestCase):
     """1,000 calls (4 callers x 250) of tiny and medium jobs, each cancelled
