@@ -2,7 +2,8 @@
 # The reliability suite (tests/reliability: the soak of 64 clients, the
 # process faults, the device faults) three times in a row, the third while a
 # CPU hog keeps every core busy; it must pass each time. Runs on a build that
-# scripts/build.sh made (${BUILD_DIR:-build}); prints each pass's wall time.
+# scripts/build.sh made (${BUILD_DIR:-build}); prints the tests' figures and each
+# pass's wall time.
 #
 # Usage: scripts/reliability.sh [PASSES]   (default 3: the last under the hog)
 set -euo pipefail
@@ -28,7 +29,7 @@ for ((pass = 1; pass <= passes; ++pass)); do
   fi
   echo "== reliability $label"
   start=$SECONDS
-  ctest --test-dir "$build" --output-on-failure --timeout 900 -R "$pattern"
+  ctest --test-dir "$build" --verbose --timeout 900 -R "$pattern"
   timings+=("$(printf '%-40s %5ds' "$label" $((SECONDS - start)))")
   stop_hogs
 done
