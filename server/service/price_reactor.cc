@@ -83,17 +83,25 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
 
   void OnDone() override {
     stalled_->Close();  // waits for a time-out that is running
+    double flops = 0;
     if (job_ != nullptr) {
       job_->results().DetachListener();
       job_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
       const JobSummary summary = job_->Summary();
-      call_.flops = summary.flops;
+      flops = summary.flops;
       if (ServerMetrics* metrics = service_.options().metrics) metrics->RecordJob(summary);
     }
+    CallRecord call;
+    {
+      // Its last writes were under mu_, on the engine's or gRPC's threads.
+      absl::MutexLock lock(&mu_);
+      call = std::move(call_);
+    }
+    call.flops = flops;
     // A caller that cancelled or went away: its call ends CANCELLED, whatever
     // the server last tried to send.
-    if (cancelled_) call_.code = grpc::StatusCode::CANCELLED;
-    service_.EndCall(std::move(call_), active_);
+    if (cancelled_) call.code = grpc::StatusCode::CANCELLED;
+    service_.EndCall(std::move(call), active_);
     delete this;
   }
 
@@ -211,8 +219,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<Job> job_;
   absl::Mutex mu_;
-  // Its code and bytes are written under mu_ once the call streams; OnDone
-  // reads it after the last write.
+  // Its code and bytes are written under mu_ once the call streams, on the
+  // engine's and gRPC's threads; OnDone takes it under mu_.
   CallRecord call_;
   v1::PriceReply reply_ ABSL_GUARDED_BY(mu_);               // the message being written
   int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;        // payload of the chunk being written

@@ -67,23 +67,41 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
 
   void OnDone() override {
     idle_->Close();  // waits for a time-out that is running
-    call_.columns = matrix_.columns();
-    call_.bytes_received = matrix_.received();
-    service_.EndCall(std::move(call_), active_);
+    CallRecord call;
+    {
+      // Their last writes were under finish_mu_, on gRPC's or the executor's threads.
+      absl::MutexLock lock(&finish_mu_);
+      call = std::move(call_);
+      call.columns = matrix_.columns();
+      call.bytes_received = matrix_.received();
+    }
+    service_.EndCall(std::move(call), active_);
     delete this;
   }
 
  private:
+  // Finish after finish_mu_ is released: from the executor or the idle
+  // watch, Finish is the last touch of the reactor, which OnDone may delete
+  // at once.
   void FinishWith(const absl::Status& status) ABSL_LOCKS_EXCLUDED(finish_mu_) {
-    absl::MutexLock lock(&finish_mu_);
-    FinishLocked(status);
+    {
+      absl::MutexLock lock(&finish_mu_);
+      if (!MarkFinished(status)) return;
+    }
+    Finish(ToGrpcStatus(status));
   }
 
+  // In a reaction, which OnDone follows.
   void FinishLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(finish_mu_) {
-    if (finished_) return;
+    if (MarkFinished(status)) Finish(ToGrpcStatus(status));
+  }
+
+  // False when the call is already finished.
+  bool MarkFinished(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(finish_mu_) {
+    if (finished_) return false;
     finished_ = true;
     call_.code = ToGrpcCode(status.code());
-    Finish(ToGrpcStatus(status));
+    return true;
   }
 
   // On the idle watch's thread, a read outstanding.
