@@ -1,20 +1,24 @@
 #include "server/store/scenario_store.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 
 namespace pricer {
@@ -62,17 +66,38 @@ std::string ScenarioStore::IdOf(int64_t rows, int64_t columns, const std::vector
       absl::string_view(reinterpret_cast<const char*>(digest), static_cast<size_t>(size)));
 }
 
+namespace {
+
+// The writer's pid of a temporary file's name `<64 hex>.set.tmp.<pid>.<n>`;
+// 0 for any other name.
+int64_t TemporaryWriter(absl::string_view name) {
+  constexpr absl::string_view kMiddle = ".set.tmp.";
+  if (name.size() <= 64 + kMiddle.size() ||
+      !std::all_of(name.begin(), name.begin() + 64,
+                   [](char c) { return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f'); }) ||
+      name.substr(64, kMiddle.size()) != kMiddle) {
+    return 0;
+  }
+  const std::vector<absl::string_view> parts = absl::StrSplit(name.substr(64 + kMiddle.size()), '.');
+  int64_t pid = 0, n = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &pid) || !absl::SimpleAtoi(parts[1], &n) ||
+      !std::all_of(name.begin() + 64 + kMiddle.size(), name.end(),
+                   [](char c) { return absl::ascii_isdigit(c) || c == '.'; })) {
+    return 0;
+  }
+  return pid;
+}
+
+}  // namespace
+
 int64_t ScenarioStore::RemoveTornWrites() const {
   if (directory_.empty()) return 0;
-  static const std::regex kTemporary("[0-9a-f]{64}\\.set\\.tmp\\.([0-9]+)\\.[0-9]+");
   int64_t removed = 0;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory_, error)) {
-    std::smatch match;
-    const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, match, kTemporary)) continue;
-    const long pid = std::strtol(match[1].str().c_str(), nullptr, 10);
-    const bool writer_alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH);
+    const int64_t pid = TemporaryWriter(entry.path().filename().string());
+    if (pid <= 0) continue;
+    const bool writer_alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
     if (!writer_alive && std::filesystem::remove(entry.path(), error)) ++removed;
   }
   return removed;
