@@ -52,17 +52,17 @@ void Engine::FinishTask(size_t device, Task& task, const absl::Status& status) {
 
 void Engine::HandleFailure(size_t device, Task& task, const absl::Status& status) {
   Job& job = *task.job;
-  // A backend that saw the job's deadline pass (StopStatus) ends it, as the
-  // engine would have: the device did not fail.
-  if (absl::IsDeadlineExceeded(status) && !IsDeviceLost(status)) {
-    job.Stop(status);
+  // A job stopping for its own reasons (cancelled, failed elsewhere, drained,
+  // or its deadline passed, which a backend polling StopStatus may see before
+  // the engine does): the device did not fail, unless it says it is lost.
+  const absl::Status stop = StopStatus(job.spec());
+  if (stop.ok()) ++queues_[device].shards_failed;  // before MarkLost, which may stop the job
+  if (IsDeviceLost(status) && queues_[device].lost.empty()) MarkLost(device, status);
+  if (!stop.ok()) {
+    if (!job.cancelled()) job.Stop(stop);
     return;
   }
-  // Counted before MarkLost, which may stop the job for good.
-  const bool failed = !job.cancelled();
-  if (failed) ++queues_[device].shards_failed;
-  if (IsDeviceLost(status) && queues_[device].lost.empty()) MarkLost(device, status);
-  if (!failed || job.cancelled()) return;
+  if (job.cancelled()) return;
   const std::string failure =
       absl::StrCat("device ", devices_[device]->name(), ": ", status.message());
   if (task.is_retry) {

@@ -1,6 +1,8 @@
 #include "server/service/idle_watch.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "absl/time/time.h"
 
@@ -49,17 +51,17 @@ void IdleWatch::Loop() {
       std::min(absl::FromChrono(limit_) / 4, absl::Seconds(1));
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
-    std::vector<std::shared_ptr<Ticket>> tickets = tickets_;
-    mu_.Unlock();  // a time-out may finish its call, which may start another
+    // The tickets are looked at without mu_ (a time-out may finish its call,
+    // which may start another); those watched meanwhile join the ones kept.
+    std::vector<std::shared_ptr<Ticket>> tickets = std::exchange(tickets_, {});
+    mu_.Unlock();
     const Clock::time_point now = Clock::now();
-    std::vector<Ticket*> done;
-    for (const std::shared_ptr<Ticket>& ticket : tickets) {
-      if (ticket->TimeOutIfIdle(limit_, now)) done.push_back(ticket.get());
-    }
-    mu_.Lock();
-    std::erase_if(tickets_, [&](const std::shared_ptr<Ticket>& ticket) {
-      return std::find(done.begin(), done.end(), ticket.get()) != done.end();
+    std::erase_if(tickets, [&](const std::shared_ptr<Ticket>& ticket) {
+      return ticket->TimeOutIfIdle(limit_, now);
     });
+    mu_.Lock();
+    tickets_.insert(tickets_.end(), std::make_move_iterator(tickets.begin()),
+                    std::make_move_iterator(tickets.end()));
   }
 }
 

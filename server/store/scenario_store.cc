@@ -72,17 +72,19 @@ namespace {
 // 0 for any other name.
 int64_t TemporaryWriter(absl::string_view name) {
   constexpr absl::string_view kMiddle = ".set.tmp.";
-  if (name.size() <= 64 + kMiddle.size() ||
-      !std::all_of(name.begin(), name.begin() + 64,
-                   [](char c) { return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f'); }) ||
+  const auto hex = [](char c) { return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f'); };
+  const auto digits = [](absl::string_view part) {
+    return !part.empty() && std::all_of(part.begin(), part.end(), absl::ascii_isdigit);
+  };
+  if (name.size() <= 64 + kMiddle.size() || !std::all_of(name.begin(), name.begin() + 64, hex) ||
       name.substr(64, kMiddle.size()) != kMiddle) {
     return 0;
   }
-  const std::vector<absl::string_view> parts = absl::StrSplit(name.substr(64 + kMiddle.size()), '.');
-  int64_t pid = 0, n = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &pid) || !absl::SimpleAtoi(parts[1], &n) ||
-      !std::all_of(name.begin() + 64 + kMiddle.size(), name.end(),
-                   [](char c) { return absl::ascii_isdigit(c) || c == '.'; })) {
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(name.substr(64 + kMiddle.size()), '.');
+  int64_t pid = 0;
+  if (parts.size() != 2 || !digits(parts[0]) || !digits(parts[1]) ||
+      !absl::SimpleAtoi(parts[0], &pid)) {
     return 0;
   }
   return pid;

@@ -23,12 +23,12 @@ for folder in ("service", "client"):
     sys.path.insert(0, os.path.join(HERE, "..", folder))
 
 from cli_numpy_test import quantile  # noqa: E402  (pricer.proto's quantile rule)
-from operations_limits_test import rss_bytes  # noqa: E402
 from pricer.v1 import pricer_pb2  # noqa: E402
 from pricer_calls import OK  # noqa: E402
 from pricer_client import Client  # noqa: E402
 from pricer_client._requests import column_span, price_request  # noqa: E402
 from pricer_client._results import Results  # noqa: E402
+from pricerd_process import rss_bytes  # noqa: E402
 
 MIB = 1 << 20
 

@@ -14,17 +14,9 @@ import grpc
 import pricerd_process
 from pricer.v1 import pricer_pb2
 from pricer_calls import CallReader, price, price_request
-from pricerd_process import OperationsTestCase
+from pricerd_process import OperationsTestCase, rss_bytes
 
 GIB = 1 << 30
-
-
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS for pid %d" % pid)
 
 
 class StalledUpload:
@@ -119,7 +111,7 @@ def bytes_in_use(stub):
 class StopInLongPhasesTest(OperationsTestCase):
     """A job stopped while it builds ST (960 MB for 12,000 issuers x 20,000
     paths: about 5 s of work) or while it runs a shard gives its memory back
-    within 1 s (measured: 0.1 to 0.2 s). The bound below adds 0.5 s for the client's and the server's
+    within 1 s (measured: 0.1 to 0.2 s while ST is built, 0.26 s mid-shard). The bound below adds 0.5 s for the client's and the server's
     views of the moment to differ on a loaded machine."""
 
     BOUND = 1.5
@@ -167,7 +159,9 @@ class StopInLongPhasesTest(OperationsTestCase):
             time.sleep(0.01)
         self.assertTrue(reader.chunk_times, "no shard finished")
         reader.call.cancel()
-        self.assertLess(self.seconds_until_memory_returns(stub, time.time()), self.BOUND)
+        seconds = self.seconds_until_memory_returns(stub, time.time())
+        print("cancelled mid-shard: memory back in %.2f s" % seconds, flush=True)
+        self.assertLess(seconds, self.BOUND)
         reader.finish(30)
 
 
@@ -205,6 +199,8 @@ class UploadMemoryTest(OperationsTestCase):
         self.assertEqual(refused.code()[0], grpc.StatusCode.RESOURCE_EXHAUSTED)
         code, details = stalled.code()
         ended = time.monotonic() - start
+        print("a stalled upload ended %.2f s after its first chunk (limit 1.5 s)" % ended,
+              flush=True)
         stalled.release.set()
         self.assertEqual(code, grpc.StatusCode.DEADLINE_EXCEEDED, details)
         self.assertIn("--upload-idle-seconds", details)

@@ -107,6 +107,15 @@ class Server:
             os.unlink(self.log.name)
 
 
+def rss_bytes(pid):
+    """The resident set of process `pid`, bytes (VmRSS)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
 def run_pricerd(*flags, timeout=20, env=None):
     """pricerd expected to exit by itself (refused flags, --version): its
     return code and output; a pricerd still running after `timeout` is killed

@@ -132,20 +132,28 @@ class CpuDeviceJob : public DeviceJob {
     }
   }
 
+  // body(first, rows) for the blocks of `rows` paths, on the team; the
+  // blocks after a stop are skipped.
+  template <typename Body>
+  void ForEachPathBlock(int team, int64_t rows, StopPoll& stop, Body body) const {
+    const int64_t paths = spec_.paths;
+    const int64_t blocks = (paths + rows - 1) / rows;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (stop.Stopped()) continue;
+      body(b * rows, std::min(rows, paths - b * rows));
+    }
+  }
+
   // Independent shocks straight into ST, in blocks of at most kPathBlock
   // paths and kShocksPerPoll shocks (each shock depends on its path and
   // issuer only, so the blocks do not change the numbers).
   void DrawShocks(int team, StopPoll& stop) {
-    const int64_t paths = spec_.paths;
     const int64_t rows = std::clamp<int64_t>(kShocksPerPoll / spec_.market.issuers(), 16, kPathBlock);
-    const int64_t blocks = (paths + rows - 1) / rows;
     float* st = terminal_prices_.data();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (stop.Stopped()) continue;
-      const int64_t first = b * rows;
-      Shocks(first, std::min(rows, paths - first), st + first, paths);
-    }
+    ForEachPathBlock(team, rows, stop, [&](int64_t first, int64_t count) {
+      Shocks(first, count, st + first, spec_.paths);
+    });
   }
 
   // x = L z for blocks of kPathBlock paths: one fixed-shape GEMM per block
@@ -156,20 +164,15 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t issuers = spec_.market.issuers();
     AccountedArray<float> scratch;
     RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.shock_blocks, &scratch));
-    const int64_t blocks = (paths + kPathBlock - 1) / kPathBlock;
     float* st = terminal_prices_.data();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (stop.Stopped()) continue;
-      const int64_t first = b * kPathBlock;
-      const int64_t rows = std::min(kPathBlock, paths - first);
+    ForEachPathBlock(team, kPathBlock, stop, [&](int64_t first, int64_t rows) {
       float* z = scratch.data() + omp_get_thread_num() * kPathBlock * issuers;
       Shocks(first, rows, z, rows);
       cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(rows),
                   static_cast<blasint>(issuers), static_cast<blasint>(issuers), 1.0f, z,
                   static_cast<blasint>(rows), spec_.market.correlation_factor.data(),
                   static_cast<blasint>(issuers), 0.0f, st + first, static_cast<blasint>(paths));
-    }
+    });
     return absl::OkStatus();
   }
 

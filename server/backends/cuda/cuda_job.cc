@@ -75,9 +75,9 @@ class CudaJob {
   }
 
   // Builds ST. A stopped job (StopStatus) ends between the steps: each
-  // step is one kernel or GEMM over at most the device's memory, tens of
-  // milliseconds on a current GPU, so a cancel or a deadline waits that long
-  // at most.
+  // step is one kernel or GEMM over at most the device's memory (by memory
+  // bandwidth, tens of milliseconds on a current GPU; not measured), so a
+  // cancel or a deadline waits about that long.
   absl::Status Start() {
     RETURN_IF_ERROR(StopStatus(spec_));
     absl::MutexLock lock(&stream_mu_);
