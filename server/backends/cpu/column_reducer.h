@@ -1,12 +1,18 @@
 // The cpu backend's per-column reduction: the statistics of one column of SC
-// while it is still in cache, in one pass for the moments and an exact
-// selection (not a full sort) for the order statistics. The definitions it
-// computes are in server/model/statistics.h.
+// in one pass over its values, which computes the moments and, at the same
+// time, copies out the few values that can hold the order statistics asked
+// for (a window from a sample of the column). An exact selection over that
+// copy gives the quantiles, VaR and ES; when the sample misjudged the window,
+// a wider one and at last the whole column. The definitions it computes are
+// in server/model/statistics.h.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "server/backends/cpu/column_pass.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -16,35 +22,68 @@ namespace pricer {
 class ColumnReducer {
  public:
   // `discount` = exp(-r T).
-  ColumnReducer(const StatisticsSelection& selection, int64_t rows, double discount);
+  ColumnReducer(const StatisticsSelection& selection, int64_t rows, double discount,
+                ReducerKernel kernel = ReducerKernel::kBest);
 
   // Sets column k of `out` to the statistics of `values` (rows entries),
   // whose value today is `v0`.
   void Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out);
 
  private:
-  // A value above every needed order statistic (with high probability),
-  // from a sample of the column.
-  float TailThreshold(const float* values);
-  // Places the order statistics that the ranks need into `sorted_`, a
-  // partially ordered copy of the lower tail (values <= the threshold) or,
-  // when that misses a rank or no tail is asked for, of all values.
-  void PlaceOrderStatistics(const float* values);
+  // The window of the order statistics from a deterministic sample, with a
+  // margin that grows with `attempt` (0, 1).
+  ColumnWindow WindowOf(const float* values, int attempt);
+  // Runs the pass over `values` and, when order statistics are asked for,
+  // leaves in `window_` values that hold every needed rank.
+  ColumnPass Run(const float* values);
+  // Buckets of the window's values by value; counts_ holds their sizes.
+  struct Buckets {
+    float least = 0;
+    float scale = 0;
+    int64_t count = 0;
+    // Rounding is monotone: v <= w gives Of(v) <= Of(w).
+    int64_t Of(float v) const {
+      return std::min(count - 1, static_cast<int64_t>((v - least) * scale));
+    }
+  };
+  Buckets CountBuckets();
+  // Sets placed_ to the needed order statistics of the column (ranks shifted
+  // by below_ in the window): the buckets that hold them are sorted, not the
+  // window.
+  void PlaceOrderStatistics();
+  // The placed order statistic of `rank` (one of needed_).
+  float Placed(int64_t rank) const;
   // The value quantile at `rank` in the placed order statistics.
   double Quantile(const QuantileRank& rank) const;
-  // Mean of the values <= q, over the selected copy.
+  // Mean of the values <= q: those under the window and those in it.
   double TailMean(double q) const;
 
   const StatisticsSelection selection_;
   const int64_t rows_;
   const double discount_;
   std::vector<QuantileRank> quantile_ranks_, var_ranks_, es_ranks_;
-  std::vector<int64_t> needed_;  // order statistics to place, ascending
-  bool tail_only_ = false;       // every needed rank is in the lower tail
-  bool order_ = false;           // any order statistic needed at all
-  std::vector<float> sorted_;    // partially ordered values
-  std::vector<float> below_;     // the tail copy's buffer (rows entries)
+  std::vector<int64_t> needed_;         // order statistics to place, ascending
+  bool order_ = false;                  // any order statistic needed at all
+  bool sampled_ = false;                // a window from the sample (else the whole column)
+  bool bounded_ = false;                // the window may start above the lowest value
+  ColumnPassFunction first_ = nullptr;  // the moments asked for, and the window when sampled
+  ColumnPassFunction retry_ = nullptr;  // the window alone
+  std::vector<float> window_;           // the window's values
+  int64_t kept_ = 0;                    // values in window_
+  int64_t below_ = 0;                   // values under the window
+  double below_sum_ = 0;
   std::vector<float> sample_;
+  // The selection's scratch: bucket sizes, the slot of each bucket that holds
+  // a needed rank (or -1), those buckets' values, and the placed statistics.
+  struct Slot {
+    int64_t bucket, begin, end;  // its values: gathered_[begin, end)
+  };
+  std::vector<int64_t> counts_;
+  std::vector<int32_t> slot_of_;
+  std::vector<Slot> slots_;
+  std::vector<std::pair<int32_t, int64_t>> placements_;  // per needed rank: slot, place
+  std::vector<float> gathered_;
+  std::vector<float> placed_;  // per needed rank
 };
 
 }  // namespace pricer

@@ -216,6 +216,69 @@ TEST(ColumnStatisticsTest, LowerTailFarFromTheSampleIsStillExact) {
   ExpectRiskMatches(Reduce(tail, floor_ties, 100.0), 0, tail, floor_ties, 100.0, kDiscount);
 }
 
+TEST(ColumnStatisticsTest, WindowsAwayFromTheLowerTailMatchAFullSort) {
+  // A median, upper quantiles, and ES and VaR at 50%: windows bounded on
+  // both sides, so the values under them are counted and summed in the pass.
+  StatisticsSelection middle;
+  middle.quantiles = {0.5};
+  StatisticsSelection upper;
+  upper.quantiles = {0.95, 0.975};
+  StatisticsSelection central_risk;
+  central_risk.var = {0.5, 0.52};
+  central_risk.es = {0.5};
+  for (const StatisticsSelection& selection : {middle, upper, central_risk}) {
+    for (const size_t rows : {size_t{2048}, size_t{10001}, size_t{200000}}) {
+      SCOPED_TRACE("P=" + std::to_string(rows));
+      const std::vector<float> values = Column(rows, 50.0, 20.0, 90 + rows);
+      ExpectRiskMatches(Reduce(selection, values, 49.0), 0, selection, values, 49.0, kDiscount);
+    }
+  }
+  // Samples that mislead a two-sided window: the retry and the whole column.
+  const size_t rows = 100000, stride = rows / 256;
+  std::vector<float> low_sample = Column(rows, 100.0, 5.0, 95);
+  for (size_t s = 0; s < 256; ++s) low_sample[s * stride] = -1000.0f - static_cast<float>(s);
+  std::vector<float> shifted = Column(rows, 100.0, 5.0, 96);
+  for (size_t s = 0; s < 128; ++s) shifted[s * stride] = 1e4f;
+  for (const std::vector<float>* values : {&low_sample, &shifted}) {
+    for (const StatisticsSelection& selection : {middle, upper, central_risk}) {
+      ExpectRiskMatches(Reduce(selection, *values, 100.0), 0, selection, *values, 100.0, kDiscount);
+    }
+  }
+}
+
+TEST(ColumnStatisticsTest, AvxAndPortableKernelsGiveTheSameBits) {
+  // The lanes of the pass are fixed, so the AVX2 code (where the processor
+  // has it) and the portable code round alike; remainders of 8 included.
+  StatisticsSelection stats_mode;
+  stats_mode.mean = stats_mode.stddev = true;
+  stats_mode.var = {0.99};
+  stats_mode.es = {0.975};
+  StatisticsSelection with_middle = Everything();
+  with_middle.quantiles = {0.5};
+  for (const StatisticsSelection& selection :
+       {StatisticsSelection::Basic(), stats_mode, TailOnly(), Everything(), with_middle}) {
+    for (const size_t rows : {size_t{1}, size_t{13}, size_t{2048}, size_t{10003}, size_t{65536}}) {
+      SCOPED_TRACE("P=" + std::to_string(rows));
+      const std::vector<float> values = Column(rows, 7.5, 2.0, 100 + rows);
+      ColumnStatistics best, portable;
+      best.Resize(selection, 1);
+      portable.Resize(selection, 1);
+      ColumnReducer(selection, static_cast<int64_t>(rows), kDiscount, ReducerKernel::kBest)
+          .Reduce(values.data(), 8.0, 0, &best);
+      ColumnReducer(selection, static_cast<int64_t>(rows), kDiscount, ReducerKernel::kPortable)
+          .Reduce(values.data(), 8.0, 0, &portable);
+      EXPECT_EQ(best.mean, portable.mean);
+      EXPECT_EQ(best.stddev, portable.stddev);
+      EXPECT_EQ(best.min, portable.min);
+      EXPECT_EQ(best.max, portable.max);
+      EXPECT_EQ(best.quantiles, portable.quantiles);
+      EXPECT_EQ(best.var, portable.var);
+      EXPECT_EQ(best.es, portable.es);
+      ExpectRiskMatches(portable, 0, selection, values, 8.0, kDiscount);
+    }
+  }
+}
+
 TEST(ColumnStatisticsTest, OneReducerServesManyColumnsInAnyOrder) {
   // Scratch reused from column to column must not leak between them: a
   // column that needs the whole-column fallback between two that do not.

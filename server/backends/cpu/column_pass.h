@@ -1,0 +1,44 @@
+// The one pass over a column of SC that the cpu backend's reduction makes
+// (server/backends/cpu/column_reducer.h): the moments in float64 and, at the
+// same time, a copy of the values inside a window [lo, hi] with the count and
+// sum of those under it. AVX2 with a compress of the window's values when the
+// processor has it, else portable vector code; both give the same bits.
+#pragma once
+
+#include <cstdint>
+
+namespace pricer {
+
+// Values a window between two order statistics of a sample holds: lo <= v
+// <= hi; `bounded` false when it reaches down to -infinity.
+struct ColumnWindow {
+  float lo = 0, hi = 0;
+  bool bounded = false;
+};
+
+// What the pass found.
+struct ColumnPass {
+  double shift = 0;    // the first value
+  double sum = 0;      // of (value - shift)
+  double squares = 0;  // of (value - shift)^2
+  float min = 0, max = 0;
+  int64_t below = 0;     // values under the window
+  double below_sum = 0;  // their sum
+  int64_t kept = 0;      // values in the window, copied out in their order
+};
+
+// kBest: AVX2 where the processor has it. kPortable: the portable code,
+// which tests compare with it.
+enum class ReducerKernel { kBest, kPortable };
+
+// A pass over `rows` values; `kept` has room for rows + kColumnPassSlack
+// floats (the compress stores 8 lanes at a time).
+using ColumnPassFunction = ColumnPass (*)(const float* values, int64_t rows, ColumnWindow window,
+                                          float* kept);
+constexpr int64_t kColumnPassSlack = 8;
+
+// The pass that computes the moments (when `moments`) and the window's copy
+// (when `window`; `bounded` when its lower end may be finite).
+ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool moments, bool window, bool bounded);
+
+}  // namespace pricer
