@@ -13,6 +13,16 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 }  // namespace
 
+int64_t ColumnGrid(const JobSpec& spec) {
+  constexpr int64_t kWide = 4 * kColumnAlignment;
+  const int64_t issuers = spec.market.issuers();
+  const int64_t st_bytes = spec.paths * issuers * static_cast<int64_t>(sizeof(float));
+  const int64_t wide_block_bytes =
+      (spec.paths + issuers) * kWide * static_cast<int64_t>(sizeof(float));
+  const bool wide = st_bytes > (int64_t{8} << 20) && wide_block_bytes <= (int64_t{64} << 20);
+  return wide ? kWide : kColumnAlignment;
+}
+
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t columns) {
   int64_t per_column = 0;
   if (output.full) per_column += paths * static_cast<int64_t>(sizeof(float));
@@ -23,8 +33,9 @@ int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t 
 ShardPlan PlanShards(const JobSpec& spec) {
   ShardPlan plan;
   const int64_t columns = spec.column_end - spec.column_begin;
-  plan.gemm_begin = RoundDown(spec.column_begin, kColumnAlignment);
-  plan.gemm_end = std::min(spec.scenarios.columns(), RoundUp(spec.column_end, kColumnAlignment));
+  const int64_t grid = ColumnGrid(spec);
+  plan.gemm_begin = RoundDown(spec.column_begin, grid);
+  plan.gemm_end = std::min(spec.scenarios.columns(), RoundUp(spec.column_end, grid));
 
   plan.issuers_per_chunk = std::max<int64_t>(
       1, kMaxChunkPayloadBytes / (spec.paths * static_cast<int64_t>(sizeof(float))));
@@ -39,8 +50,8 @@ ShardPlan PlanShards(const JobSpec& spec) {
   if (width <= 0) {
     width = kTargetShardBytes / (spec.paths * static_cast<int64_t>(sizeof(float)));
   }
-  width = std::max(kColumnAlignment, RoundUp(width, kColumnAlignment));
-  width = std::min(width, RoundUp(plan.gemm_end - plan.gemm_begin, kColumnAlignment));
+  width = std::max(grid, RoundUp(width, grid));
+  width = std::min(width, RoundUp(plan.gemm_end - plan.gemm_begin, grid));
   return WithShardColumns(plan, width);
 }
 
@@ -137,9 +148,10 @@ absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec,
   }
   // Narrower shards need less memory; the narrowest is one column block.
   if (plan->shard_count > 0) {
+    const int64_t grid = ColumnGrid(spec);
     int64_t width = plan->shard_columns;
-    while (!FitsEveryDevice(spec, devices, width) && width > kColumnAlignment) {
-      width = std::max(kColumnAlignment, RoundDown(width / 2, kColumnAlignment));
+    while (!FitsEveryDevice(spec, devices, width) && width > grid) {
+      width = std::max(grid, RoundDown(width / 2, grid));
     }
     *plan = WithShardColumns(*plan, width);
   }

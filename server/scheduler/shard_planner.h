@@ -12,16 +12,27 @@
 
 namespace pricer {
 
-// The unit of reproducibility. Shards start at multiples of this many columns
-// of A, the column range they compute is widened to such multiples (at most
-// M), and a backend computes each block [k * 256, min((k + 1) * 256, M)) of A
-// as one GEMM call of that fixed shape. A BLAS call's rounding depends on its
-// shape and threading (OpenBLAS splits columns between threads at points that
-// depend on the call's width), so fixing the call makes every column's value
-// independent of the shard width, the requested column range, the number of
-// devices and the threads per device. The extra columns are computed and
-// dropped: at most 2 * 255 per request.
+// The unit of reproducibility. Shards start at multiples of a job's column
+// grid (ColumnGrid: this many columns of A or four times as many), the
+// column range they compute is widened to such multiples (at most M), and a
+// backend computes each block of A on a fixed grid (the cpu: one block of
+// the job's grid; cuda: 256-column blocks) as one GEMM call of that fixed
+// shape. A BLAS call's rounding depends on its shape and threading (OpenBLAS
+// splits columns between threads at points that depend on the call's width),
+// so fixing the call makes every column's value independent of the shard
+// width, the requested column range, the number of devices and the threads
+// per device. The extra columns are computed and dropped: at most 2 * (grid
+// - 1) per request.
 inline constexpr int64_t kColumnAlignment = 256;
+
+// The column grid of `spec`: 1,024 columns when ST is over 8 MiB (P x N
+// floats) and a 1,024-column block of SC and A at most 64 MiB (P + N <=
+// 16,384, so the narrowest shard grows by 48 MiB at most), else
+// kColumnAlignment. OpenBLAS packs all of ST once per call: from memory that
+// cost 5% of the GEMM time in 256-column calls at P = 10,000, N = 500, and
+// nothing measurable while ST stays in cache (docs/architecture.md). A
+// function of P and N only, so a job's grid never depends on how it is split.
+int64_t ColumnGrid(const JobSpec& spec);
 
 // Every reply payload stays below this, leaving room for the message framing
 // under gRPC's default 4 MiB receive limit.

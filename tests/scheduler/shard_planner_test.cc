@@ -10,9 +10,7 @@
 namespace pricer {
 namespace {
 
-int64_t RoundUpAligned(int64_t x) {
-  return (x + kColumnAlignment - 1) / kColumnAlignment * kColumnAlignment;
-}
+int64_t RoundUpTo(int64_t x, int64_t grid) { return (x + grid - 1) / grid * grid; }
 
 // `statistics`: the basic selection (V0, mean, stddev, min, max) or none.
 OutputSelection Output(bool full, bool statistics, bool terminal_prices = false) {
@@ -45,9 +43,11 @@ void ExpectShardsTileTheRange(const JobSpec& spec) {
                " P=" + std::to_string(spec.paths));
   const int64_t m = spec.scenarios.columns();
   const ShardPlan plan = PlanShards(spec);
-  EXPECT_EQ(plan.gemm_begin, spec.column_begin / kColumnAlignment * kColumnAlignment);
-  EXPECT_EQ(plan.gemm_end, std::min(m, RoundUpAligned(spec.column_end)));
-  EXPECT_EQ(plan.shard_columns % kColumnAlignment, 0);
+  const int64_t grid = ColumnGrid(spec);
+  EXPECT_EQ(grid % kColumnAlignment, 0);
+  EXPECT_EQ(plan.gemm_begin, spec.column_begin / grid * grid);
+  EXPECT_EQ(plan.gemm_end, std::min(m, RoundUpTo(spec.column_end, grid)));
+  EXPECT_EQ(plan.shard_columns % grid, 0);
   ASSERT_GT(plan.shard_columns, 0);
   ASSERT_GT(plan.shard_count, 0);
 
@@ -56,7 +56,7 @@ void ExpectShardsTileTheRange(const JobSpec& spec) {
   for (int64_t k = 0; k < plan.shard_count; ++k) {
     const Shard shard = ShardAt(plan, spec, k);
     EXPECT_EQ(shard.index, k);
-    EXPECT_EQ(shard.gemm_begin % kColumnAlignment, 0) << "shard " << k;
+    EXPECT_EQ(shard.gemm_begin % grid, 0) << "shard " << k;
     EXPECT_EQ(shard.gemm_begin, next_gemm) << "shard " << k;
     EXPECT_LT(shard.gemm_begin, shard.gemm_end) << "shard " << k;
     EXPECT_LE(shard.gemm_end - shard.gemm_begin, plan.shard_columns) << "shard " << k;
@@ -66,7 +66,7 @@ void ExpectShardsTileTheRange(const JobSpec& spec) {
     EXPECT_LE(shard.out_end, shard.gemm_end) << "shard " << k;
     // Every shard but the last ends on an aligned column.
     if (k + 1 < plan.shard_count) {
-      EXPECT_EQ(shard.gemm_end % kColumnAlignment, 0);
+      EXPECT_EQ(shard.gemm_end % grid, 0);
     }
     next_gemm = shard.gemm_end;
     for (int64_t j = shard.out_begin; j < shard.out_end; ++j) ++kept[static_cast<size_t>(j)];
@@ -108,6 +108,25 @@ TEST(ShardPlannerTest, ShardsTileTheRequestedRangeExactly) {
     ExpectShardsTileTheRange(
         Spec(c.paths, 3, c.columns, c.begin, c.end, Output(true, true), c.shard_columns));
   }
+  // The seed example's shape: a 1024-column grid.
+  for (const Case& c : {Case{100000, 0, 100000, 0, 10000}, Case{5000, 1500, 2100, 0, 10000},
+                        Case{5000, 300, 4000, 256, 10000}, Case{5000, 300, 4000, 3000, 10000}}) {
+    ExpectShardsTileTheRange(
+        Spec(c.paths, 500, c.columns, c.begin, c.end, Output(true, true), c.shard_columns));
+  }
+}
+
+TEST(ShardPlannerTest, TheWideGridNeedsALargeSTAndASmallBlock) {
+  auto grid = [](int64_t paths, int64_t issuers) {
+    return ColumnGrid(Spec(paths, issuers, 10, 0, 10, Output(false, true)));
+  };
+  EXPECT_EQ(grid(10000, 500), 1024);  // ST 20 MB, a wide block 43 MB
+  EXPECT_EQ(grid(2100, 1000), 1024);  // ST just over 8 MiB
+  EXPECT_EQ(grid(2000, 1000), 256);   // ST 8 MB, under 8 MiB: it stays in cache
+  EXPECT_EQ(grid(3000, 50), 256);
+  EXPECT_EQ(grid(20000, 500), 256);   // a wide block of 84 MB: over 64 MiB
+  EXPECT_EQ(grid(1000, 20000), 256);  // A's block alone is 82 MB
+  EXPECT_EQ(grid(1000000, 10), 256);
 }
 
 TEST(ShardPlannerTest, ChunkPayloadBytesIsTheSumOfWhatIsSent) {
@@ -190,7 +209,7 @@ TEST(ShardPlannerTest, AutomaticShardWidthIsAlignedAndBounded) {
     const ShardPlan plan = PlanShards(Spec(paths, 5, 1000000, 0, 1000000, Output(false, true)));
     EXPECT_EQ(plan.shard_columns % kColumnAlignment, 0) << "P=" << paths;
     EXPECT_GE(plan.shard_columns, kColumnAlignment) << "P=" << paths;
-    EXPECT_LE(plan.shard_columns, RoundUpAligned(1000000)) << "P=" << paths;
+    EXPECT_LE(plan.shard_columns, RoundUpTo(1000000, kColumnAlignment)) << "P=" << paths;
     // The SC block aims at kTargetShardBytes; it exceeds it only by the
     // rounding to the alignment.
     EXPECT_LE(plan.shard_columns * paths * 4, kTargetShardBytes + kColumnAlignment * paths * 4)

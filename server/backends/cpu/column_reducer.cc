@@ -13,7 +13,7 @@ namespace {
 using Pass = ColumnPass;
 using Window = ColumnWindow;
 
-// Values sampled per column to place the window.
+// Values sampled per column (its first ones) to place the window.
 constexpr int64_t kSample = 256;
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
@@ -101,8 +101,10 @@ ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows,
 
 Window ColumnReducer::WindowOf(const float* values, int attempt) {
   const SampleRange range = SampleRangeOf(needed_.front(), needed_.back(), rows_, attempt);
-  const int64_t stride = rows_ / kSample;
-  for (int64_t s = 0; s < kSample; ++s) sample_[s] = values[s * stride];
+  // The first values: a column's rows are paths, independent draws (or
+  // antithetic pairs), so they sample it as well as any, and they are read
+  // in order.
+  std::memcpy(sample_.data(), values, kSample * sizeof(float));
   Window window;
   window.lo = -kInfinity;
   window.hi = kInfinity;

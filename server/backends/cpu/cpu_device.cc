@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "server/backends/cpu/column_reducer.h"
@@ -26,26 +25,24 @@ namespace {
 
 // Paths per block of the correlated shocks' GEMM.
 constexpr int64_t kPathBlock = 256;
-// Shocks drawn between two polls of a job's stop: tens of milliseconds on a
-// core (a block of 256 paths of 100,000 issuers took 0.35 s).
+// Shocks between two polls of a job's stop: tens of ms on a core.
 constexpr int64_t kShocksPerPoll = int64_t{1} << 22;
 
-// The flops of one GEMM between two polls of a shard's stop: about 0.1-0.2
-// s on one core at 100-200 GFLOP/s.
+// The flops of one GEMM between two polls of a shard's stop (0.1-0.2 s).
 constexpr double kFlopsPerPoll = 2e10;
 
-// The paths (rows of ST and SC) of each GEMM of a 256-column block: all of
-// them unless the block's GEMM is over kFlopsPerPoll (2 x 21,474 paths x
-// 100,000 issuers x 256 columns is 1.1e12 flop, seconds on a core), then a
-// multiple of 16 that keeps each under it. A function of P and N only, so
-// the numbers do not depend on shard width, column range or device count
-// (OpenBLAS's rounding depends on the GEMM's shape).
-int64_t PathsPerGemm(int64_t paths, int64_t issuers) {
-  const double block_flops = 2.0 * static_cast<double>(paths) * static_cast<double>(issuers) *
-                             static_cast<double>(kColumnAlignment);
+// The paths (rows of ST and SC) of each GEMM of a block of `grid` columns
+// (ColumnGrid): all of them unless the block's GEMM is over kFlopsPerPoll
+// (2 x 21,474 paths x 100,000 issuers x 256 columns is 1.1e12 flop, seconds
+// on a core), then a multiple of 16 that keeps each under it. A function of
+// P and N only, so the numbers do not depend on shard width, column range or
+// device count (OpenBLAS's rounding depends on the GEMM's shape).
+int64_t PathsPerGemm(int64_t paths, int64_t issuers, int64_t grid) {
+  const double block_flops =
+      2.0 * static_cast<double>(paths) * static_cast<double>(issuers) * static_cast<double>(grid);
   if (block_flops <= kFlopsPerPoll) return paths;
   const auto rows = static_cast<int64_t>(
-      kFlopsPerPoll / (2.0 * static_cast<double>(issuers) * static_cast<double>(kColumnAlignment)));
+      kFlopsPerPoll / (2.0 * static_cast<double>(issuers) * static_cast<double>(grid)));
   return std::max<int64_t>(16, rows / 16 * 16);
 }
 
@@ -149,7 +146,8 @@ class CpuDeviceJob : public DeviceJob {
   // paths and kShocksPerPoll shocks (each shock depends on its path and
   // issuer only, so the blocks do not change the numbers).
   void DrawShocks(int team, StopPoll& stop) {
-    const int64_t rows = std::clamp<int64_t>(kShocksPerPoll / spec_.market.issuers(), 16, kPathBlock);
+    const int64_t rows =
+        std::clamp<int64_t>(kShocksPerPoll / spec_.market.issuers(), 16, kPathBlock);
     float* st = terminal_prices_.data();
     ForEachPathBlock(team, rows, stop, [&](int64_t first, int64_t count) {
       Shocks(first, count, st + first, spec_.paths);
@@ -202,9 +200,10 @@ class CpuDeviceJob : public DeviceJob {
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
     const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
 
-    // One fixed-shape GEMM (or a fixed split of it) per 256-column block of A, then the kept
+    // One fixed-shape GEMM (or a fixed split of it) per block of A on the job's grid, then the kept
     // columns: statistics while they are in cache, values copied out.
-    const int64_t blocks = (width + kColumnAlignment - 1) / kColumnAlignment;
+    const int64_t grid = ColumnGrid(spec_);
+    const int64_t blocks = (width + grid - 1) / grid;
     double gemm_seconds = 0, statistics_seconds = 0;
     StopPoll stop(spec_);
     WithTeam(device_, [&](int team) {
@@ -213,8 +212,8 @@ class CpuDeviceJob : public DeviceJob {
       for (int64_t b = 0; b < blocks; ++b) {
         if (stop.Stopped()) continue;
         const auto start = std::chrono::steady_clock::now();
-        const int64_t first = b * kColumnAlignment;  // offset in the shard
-        const int64_t count = std::min(kColumnAlignment, width - first);
+        const int64_t first = b * grid;  // offset in the shard
+        const int64_t count = std::min(grid, width - first);
         float* a = buffers.a.data() + first * issuers;
         spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
         if (!MultiplyBlock(a, count, buffers.sc.data() + first * paths, stop)) continue;
@@ -247,12 +246,12 @@ class CpuDeviceJob : public DeviceJob {
     AccountedArray<float> sc;
   };
 
-  // SC = ST A for one block of `count` (<= 256) columns of A, in GEMMs of
+  // SC = ST A for one block of `count` (<= the grid) columns of A, in GEMMs of
   // PathsPerGemm rows each, polling `stop` between them; false when stopped.
   bool MultiplyBlock(const float* a, int64_t count, float* sc, StopPoll& stop) const {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
-    const int64_t step = PathsPerGemm(paths, issuers);
+    const int64_t step = PathsPerGemm(paths, issuers, ColumnGrid(spec_));
     for (int64_t first = 0; first < paths; first += step) {
       if (first > 0 && stop.Stopped()) return false;
       cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,
@@ -274,20 +273,46 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
     const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
     std::optional<ColumnReducer> reducer;
-    if (selection.any()) reducer.emplace(selection, paths, discount);
+    std::vector<double> v0;
+    if (selection.any()) {
+      reducer.emplace(selection, paths, discount);
+      v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
+      PortfolioValues(buffers.a.data() + (column_begin - shard.gemm_begin) * issuers,
+                      static_cast<int64_t>(v0.size()), v0.data());
+    }
     for (int64_t column = column_begin; column < column_end; ++column) {
       const int64_t offset = column - shard.gemm_begin;  // in the shard's blocks
       const float* values = buffers.sc.data() + offset * paths;
       const int64_t k = column - shard.out_begin;  // index among the kept columns
       if (reducer.has_value()) {
-        const float* positions = buffers.a.data() + offset * issuers;
-        double v0 = 0;
-        for (int64_t i = 0; i < issuers; ++i) v0 += positions[i] * spec_.market.spot[i];
-        reducer->Reduce(values, v0, k, &out->statistics);
+        reducer->Reduce(values, v0[static_cast<size_t>(column - column_begin)], k,
+                        &out->statistics);
       }
       if (spec_.output.full) {
         std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
       }
+    }
+  }
+
+  // V0 of `count` columns of A (N x count): v0[j] = sum_i A[i, j] S0[i] in
+  // float64 in the order of i, four columns at a time so that their chains
+  // of adds overlap (one at a time took a tenth of a column's statistics).
+  void PortfolioValues(const float* positions, int64_t count, double* v0) const {
+    const int64_t issuers = spec_.market.issuers();
+    const double* spot = spec_.market.spot.data();
+    int64_t j = 0;
+    for (; j + 4 <= count; j += 4) {
+      const float* a = positions + j * issuers;
+      double sums[4] = {0, 0, 0, 0};
+      for (int64_t i = 0; i < issuers; ++i) {
+        for (int l = 0; l < 4; ++l) sums[l] += a[l * issuers + i] * spot[i];
+      }
+      std::copy(sums, sums + 4, v0 + j);
+    }
+    for (; j < count; ++j) {
+      double sum = 0;
+      for (int64_t i = 0; i < issuers; ++i) sum += positions[j * issuers + i] * spot[i];
+      v0[j] = sum;
     }
   }
 

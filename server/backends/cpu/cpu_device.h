@@ -1,8 +1,8 @@
 // The cpu backend: terminal prices on the host, shard GEMMs through OpenBLAS
-// cblas_sgemm, statistics while each column block is in cache.
+// cblas_sgemm, statistics of each column block right after its GEMM.
 //
 // OpenBLAS runs single-threaded here; the device parallelises itself, one
-// 256-column block (kColumnAlignment) per task on its own OpenMP team. Each
+// block of the job's column grid (ColumnGrid) per task on its own OpenMP team. Each
 // block is one sgemm call of a fixed shape, which makes every result column
 // independent of how the work is split, and lets K logical cpu devices share
 // the cores without OpenBLAS's global thread pool serialising them.

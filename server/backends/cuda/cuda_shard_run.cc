@@ -34,11 +34,11 @@ struct ShardLayout {
         width(shard.gemm_end - shard.gemm_begin),
         kept(shard.out_end - shard.out_begin),
         skip(shard.out_begin - shard.gemm_begin),
-        blocks((width + kColumnAlignment - 1) / kColumnAlignment) {}
+        blocks((width + kCudaGemmColumns - 1) / kCudaGemmColumns) {}
 
   // The first column of 256-column block `b` in the shard, and its width.
-  int64_t BlockBegin(int64_t b) const { return b * kColumnAlignment; }
-  int64_t BlockCount(int64_t b) const { return std::min(kColumnAlignment, width - BlockBegin(b)); }
+  int64_t BlockBegin(int64_t b) const { return b * kCudaGemmColumns; }
+  int64_t BlockCount(int64_t b) const { return std::min(kCudaGemmColumns, width - BlockBegin(b)); }
 
   const int64_t first;   // the first column computed, in the job's matrix
   const int64_t width;   // columns computed
@@ -88,7 +88,7 @@ class ShardRun {
     return absl::OkStatus();
   }
 
-  // One GEMM of fixed shape per 256-column block of A (kColumnAlignment),
+  // One GEMM of fixed shape per 256-column block of A (kCudaGemmColumns),
   // so a column's value does not depend on the shard it falls in. The
   // kept columns of each block go to the host while the next ones run.
   absl::Status MultiplyBlocks() {

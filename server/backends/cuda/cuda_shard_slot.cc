@@ -60,7 +60,7 @@ absl::Status AllocatePinnedBuffers(const JobSpec& spec, const std::string& devic
 }
 
 absl::Status MakeEvents(const std::string& device, int64_t shard_columns, ShardSlot& slot) {
-  const int64_t blocks = (shard_columns + kColumnAlignment - 1) / kColumnAlignment;
+  const int64_t blocks = (shard_columns + kCudaGemmColumns - 1) / kCudaGemmColumns;
   slot.a_ready.resize(blocks);
   slot.gemm_done.resize(blocks);
   for (int64_t b = 0; b < blocks; ++b) {

@@ -15,8 +15,15 @@
 #include "server/backends/cuda/cuda_handles.h"
 #include "server/model/job_spec.h"
 #include "server/scheduler/memory_account.h"
+#include "server/scheduler/shard_planner.h"
 
 namespace pricer {
+
+// The columns of A in one cuBLAS GEMM of a shard. Every job's column grid
+// (ColumnGrid) is a multiple of it, so a shard's blocks lie on one grid of
+// the job's columns whatever its width or range.
+inline constexpr int64_t kCudaGemmColumns = 256;
+static_assert(kColumnAlignment % kCudaGemmColumns == 0);
 
 struct ShardSlot {
   Stream compute, copy;

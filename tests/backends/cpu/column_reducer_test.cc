@@ -188,26 +188,25 @@ TEST(ColumnStatisticsTest, TiesAreCountedOnceEachInQuantilesAndShortfall) {
 }
 
 TEST(ColumnStatisticsTest, LowerTailFarFromTheSampleIsStillExact) {
-  // The tail path guesses its threshold from 256 values at a fixed stride;
+  // The tail path guesses its threshold from the column's first 256 values;
   // these columns hide the tail from that sample or mislead it.
   const size_t rows = 100000;
-  const size_t stride = rows / 256;
   const StatisticsSelection tail = TailOnly();
 
-  // A few extreme losses between the sampled rows.
+  // A few extreme losses after the sampled rows.
   std::vector<float> crashes = Column(rows, 100.0, 5.0, 70);
-  for (size_t c = 0; c < 40; ++c) crashes[c * stride + 1] = -1e6f * static_cast<float>(c + 1);
+  for (size_t c = 0; c < 40; ++c) crashes[256 + c * 997] = -1e6f * static_cast<float>(c + 1);
   ExpectRiskMatches(Reduce(tail, crashes, 100.0), 0, tail, crashes, 100.0, kDiscount);
 
   // The sampled rows are the lowest values of the column: the threshold
   // from the sample keeps too few values and the reducer must use them all.
   std::vector<float> low_sample = Column(rows, 100.0, 5.0, 71);
-  for (size_t s = 0; s < 256; ++s) low_sample[s * stride] = -1000.0f - static_cast<float>(s);
+  for (size_t s = 0; s < 256; ++s) low_sample[s] = -1000.0f - static_cast<float>(s);
   ExpectRiskMatches(Reduce(tail, low_sample, 100.0), 0, tail, low_sample, 100.0, kDiscount);
 
   // The sampled rows are the highest: the threshold keeps nearly everything.
   std::vector<float> high_sample = Column(rows, 100.0, 5.0, 72);
-  for (size_t s = 0; s < 256; ++s) high_sample[s * stride] = 1e6f + static_cast<float>(s);
+  for (size_t s = 0; s < 256; ++s) high_sample[s] = 1e6f + static_cast<float>(s);
   ExpectRiskMatches(Reduce(tail, high_sample, 100.0), 0, tail, high_sample, 100.0, kDiscount);
 
   // A tail of many equal values straddling the threshold.
@@ -234,11 +233,11 @@ TEST(ColumnStatisticsTest, WindowsAwayFromTheLowerTailMatchAFullSort) {
     }
   }
   // Samples that mislead a two-sided window: the retry and the whole column.
-  const size_t rows = 100000, stride = rows / 256;
+  const size_t rows = 100000;
   std::vector<float> low_sample = Column(rows, 100.0, 5.0, 95);
-  for (size_t s = 0; s < 256; ++s) low_sample[s * stride] = -1000.0f - static_cast<float>(s);
+  for (size_t s = 0; s < 256; ++s) low_sample[s] = -1000.0f - static_cast<float>(s);
   std::vector<float> shifted = Column(rows, 100.0, 5.0, 96);
-  for (size_t s = 0; s < 128; ++s) shifted[s * stride] = 1e4f;
+  for (size_t s = 0; s < 128; ++s) shifted[s] = 1e4f;
   for (const std::vector<float>* values : {&low_sample, &shifted}) {
     for (const StatisticsSelection& selection : {middle, upper, central_risk}) {
       ExpectRiskMatches(Reduce(selection, *values, 100.0), 0, selection, *values, 100.0, kDiscount);
@@ -282,11 +281,11 @@ TEST(ColumnStatisticsTest, AvxAndPortableKernelsGiveTheSameBits) {
 TEST(ColumnStatisticsTest, OneReducerServesManyColumnsInAnyOrder) {
   // Scratch reused from column to column must not leak between them: a
   // column that needs the whole-column fallback between two that do not.
-  const size_t rows = 100000, stride = rows / 256;
+  const size_t rows = 100000;
   std::vector<std::vector<float>> columns = {Column(rows, 10.0, 3.0, 80),
                                              Column(rows, 10.0, 3.0, 81),
                                              TiedColumn(rows, {1.0f, 2.0f, 3.0f}, 82)};
-  for (size_t s = 0; s < 256; ++s) columns[1][s * stride] = -50.0f - static_cast<float>(s);
+  for (size_t s = 0; s < 256; ++s) columns[1][s] = -50.0f - static_cast<float>(s);
   for (const StatisticsSelection& base : {Everything(), TailOnly()}) {
     StatisticsSelection selection = base;
     selection.mean = selection.stddev = selection.min = selection.max = true;

@@ -12,6 +12,7 @@
 
 #include "server/model/correlation.h"
 #include "server/scheduler/engine.h"
+#include "server/scheduler/shard_planner.h"
 #include "tests/backends/cpu/cpu_engine_test_util.h"
 #include "tests/backends/cpu/engine_test_util.h"
 
@@ -64,6 +65,28 @@ TEST(CpuEngineTest, ResultsDoNotDependOnShardWidthChunkSizeOrColumnRange) {
     ExpectSameBits(baseline, run,
                    "columns [130, 777) shard_columns " + std::to_string(shard_columns));
   }
+}
+
+TEST(CpuEngineTest, ResultsOnTheWideGridDoNotDependOnShardWidthRangeOrDevices) {
+  // ST over 8 MiB: a grid of 1024 columns, one GEMM per 1024-column block.
+  constexpr int64_t kWidePaths = 2100, kWideIssuers = 1000, kWideColumns = 2600;
+  auto spec = [&](int64_t shard_columns) {
+    return MakeSpec(
+        SpreadMarket(kWideIssuers), kWidePaths, kSeed,
+        ScenarioMatrix::Generated(kWideIssuers, kWideColumns, kScenarioSeed, 0.0f, 1.0f),
+        Output(true, true, false), shard_columns);
+  };
+  ASSERT_EQ(ColumnGrid(spec(0)), 1024);
+  auto engine = MakeEngine(int64_t{1} << 30, 1, 2);
+  const JobResult baseline = RunJob(*engine, spec(0));
+  ASSERT_TRUE(baseline.status.ok()) << baseline.status;
+  ExpectSameBits(baseline, RunJob(*engine, spec(1024)), "shard_columns 1024");
+  ExpectSameBits(baseline, RunJob(*MakeEngine(int64_t{1} << 30, 2, 1), spec(1024)),
+                 "2 devices, shard_columns 1024");
+  JobSpec range = spec(0);
+  range.column_begin = 1500;
+  range.column_end = 2100;
+  ExpectSameBits(baseline, RunJob(*engine, std::move(range)), "columns [1500, 2100)");
 }
 
 TEST(CpuEngineTest, ResultsDoNotDependOnDevicesOrThreads) {
