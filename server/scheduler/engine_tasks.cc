@@ -1,5 +1,6 @@
 // The engine's workers taking and running tasks (engine.h).
 #include <algorithm>
+#include <memory>
 
 #include "common/status_macros.h"
 #include "server/scheduler/engine.h"
@@ -202,8 +203,9 @@ absl::Status Engine::RunTerminalPrices(Job& job, DeviceJob& state, int64_t index
   chunk.begin = issuers.begin;
   chunk.end = issuers.end;
   chunk.rows = job.spec().paths;
-  chunk.values.resize(static_cast<size_t>(chunk.rows * (chunk.end - chunk.begin)));
-  RETURN_IF_ERROR(state.CopyTerminalPrices(chunk.begin, chunk.end, chunk.values.data()));
+  std::vector<float> prices(static_cast<size_t>(chunk.rows * (chunk.end - chunk.begin)));
+  RETURN_IF_ERROR(state.CopyTerminalPrices(chunk.begin, chunk.end, prices.data()));
+  chunk.values = SharedFloats(std::move(prices));
   job.RecordOutput(chunk.payload_bytes(), 0, 0);
   job.results().Push(std::move(chunk));
   return absl::OkStatus();
@@ -217,6 +219,8 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   job.RecordOutput(0, output.gemm_seconds, output.statistics_seconds);
   const int64_t paths = spec.paths;
   const int64_t chunk_columns = job.plan().chunk_columns;
+  // The chunks are ranges of the shard's values, not copies.
+  const auto values = std::make_shared<const std::vector<float>>(std::move(output.values));
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += chunk_columns) {
     ResultChunk chunk;
     chunk.begin = begin;
@@ -225,8 +229,8 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
     const int64_t offset = begin - shard.out_begin;
     const int64_t count = chunk.end - chunk.begin;
     if (spec.output.full) {
-      chunk.values.assign(output.values.begin() + offset * paths,
-                          output.values.begin() + (offset + count) * paths);
+      chunk.values = SharedFloats(values, static_cast<size_t>(offset * paths),
+                                  static_cast<size_t>(count * paths));
     }
     if (spec.output.statistics.any()) {
       chunk.statistics.AppendRange(output.statistics, offset, count);

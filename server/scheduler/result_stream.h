@@ -20,6 +20,30 @@
 
 namespace pricer {
 
+// Floats shared by the chunks cut from one shard's output: each chunk is a
+// range of the same buffer, so cutting copies nothing, and a reply sends the
+// range straight from it while it holds the buffer (reply_encoding.h).
+class SharedFloats {
+ public:
+  SharedFloats() = default;
+  // All of `values`.
+  explicit SharedFloats(std::vector<float> values);
+  // Floats [offset, offset + count) of `buffer`.
+  SharedFloats(std::shared_ptr<const std::vector<float>> buffer, size_t offset, size_t count);
+
+  const float* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const float* begin() const { return data_; }
+  const float* end() const { return data_ + size_; }
+  const std::shared_ptr<const std::vector<float>>& buffer() const { return buffer_; }
+
+ private:
+  std::shared_ptr<const std::vector<float>> buffer_;
+  const float* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 struct ResultChunk {
   enum class Kind { kScenarioColumns, kTerminalPrices };
   Kind kind = Kind::kScenarioColumns;
@@ -27,7 +51,7 @@ struct ResultChunk {
   int64_t begin = 0;
   int64_t end = 0;
   int64_t rows = 0;
-  std::vector<float> values;    // column-major, empty when not requested
+  SharedFloats values;          // column-major, empty when not requested
   ColumnStatistics statistics;  // empty when not requested
 
   int64_t payload_bytes() const;

@@ -20,10 +20,10 @@ namespace {
 // One Price call: writes `accepted`, then each chunk as the engine queues it,
 // then `finished`. The engine's threads wake it through the stream listener;
 // gRPC's threads continue it from OnWriteDone. Lock order: reactor, stream.
-class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
+class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   PriceReactor(PricerService& service, grpc::CallbackServerContext& context,
-               const v1::PriceRequest& request)
+               const grpc::ByteBuffer& request)
       : service_(service),
         context_(context),
         stalled_(service.stalled_readers().Watch([this] { CancelStalled(); })) {
@@ -108,9 +108,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
  private:
   // Checks the request, and submits its job.
   absl::StatusOr<std::shared_ptr<Job>> Submit(const grpc::CallbackServerContext& context,
-                                              const v1::PriceRequest& request,
+                                              const grpc::ByteBuffer& serialized,
                                               const ClientIdentity& client) {
-    const int64_t request_bytes = static_cast<int64_t>(request.ByteSizeLong());
+    const int64_t request_bytes = static_cast<int64_t>(serialized.Length());
     const int64_t max_request_bytes = service_.options().max_request_bytes;
     if (request_bytes > max_request_bytes) {
       return absl::ResourceExhaustedError(
@@ -118,6 +118,11 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
                        max_request_bytes,
                        " bytes (--max-request-bytes); upload a large scenario matrix with "
                        "UploadScenarios (pricer upload) and name it in scenarios.scenario_set"));
+    }
+    v1::PriceRequest request;
+    grpc::ByteBuffer bytes(serialized);  // Deserialize consumes its buffer
+    if (!grpc::SerializationTraits<v1::PriceRequest>::Deserialize(&bytes, &request).ok()) {
+      return absl::InvalidArgumentError("the request does not parse as a pricer.v1.PriceRequest");
     }
     ASSIGN_OR_RETURN(JobSpec spec, ToJobSpec(request, service_.store()));
     if (spec.priority > client.max_priority) {
@@ -159,19 +164,22 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       return;
     }
     absl::Status status;
+    v1::PriceReply message;
     if (!accepted_sent_ && job_->results().ready()) {
-      ToAcceptedReply(*job_, &reply_);
+      ToAcceptedReply(*job_, &message);
+      reply_ = EncodeReply(message);
       accepted_sent_ = true;
     } else if (std::optional<ResultChunk> chunk;
                accepted_sent_ && (chunk = job_->results().Pop()).has_value()) {
-      ToReply(*chunk, job_->spec().output.statistics, &reply_);
+      reply_ = EncodeReply(*chunk, job_->spec().output.statistics);
       bytes_in_flight_ = chunk->payload_bytes();
     } else if (!job_->results().Drained(&status)) {
       mu_.Unlock();
       return;
     } else if (status.ok() && !finished_sent_) {
       const JobSummary summary = job_->Summary();
-      ToFinishedReply(summary, &reply_);
+      ToFinishedReply(summary, &message);
+      reply_ = EncodeReply(message);
       finished_sent_ = true;
       spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,
                    summary.flops / summary.elapsed_seconds / 1e9);
@@ -182,7 +190,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
       Finish(ToGrpcStatus(status));
       return;
     }
-    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.ByteSizeLong());
+    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.Length());
     writing_ = true;
     stalled_->Touch();
     mu_.Unlock();
@@ -194,9 +202,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   // long. Its job stops and the call is cancelled (the write cannot drain,
   // so no status could follow it).
   void CancelStalled() {
-    const std::string why = absl::StrCat("the reader took no reply for ",
-                                         service_.options().stalled_reader_seconds,
-                                         " s (--stalled-reader-seconds)");
+    const std::string why =
+        absl::StrCat("the reader took no reply for ", service_.options().stalled_reader_seconds,
+                     " s (--stalled-reader-seconds)");
     spdlog::info("{}: cancelled: {}", call_.job, why);
     job_->Cancel(absl::CancelledError(why));
     context_.TryCancel();
@@ -215,14 +223,14 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
   PricerService& service_;
   grpc::CallbackServerContext& context_;
   std::shared_ptr<IdleWatch::Ticket> stalled_;  // of service_.stalled_readers()
-  bool active_ = false;  // counted among the active calls (not refused)
+  bool active_ = false;                         // counted among the active calls (not refused)
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<Job> job_;
   absl::Mutex mu_;
   // Its code and bytes are written under mu_ once the call streams, on the
   // engine's and gRPC's threads; OnDone takes it under mu_.
   CallRecord call_;
-  v1::PriceReply reply_ ABSL_GUARDED_BY(mu_);               // the message being written
+  grpc::ByteBuffer reply_ ABSL_GUARDED_BY(mu_);             // the message being written
   int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;        // payload of the chunk being written
   int64_t reply_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // its serialized size
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -233,9 +241,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<v1::PriceReply> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::PriceReply>* NewPriceReactor(
-    PricerService& service, grpc::CallbackServerContext& context,
-    const v1::PriceRequest& request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* NewPriceReactor(PricerService& service,
+                                                            grpc::CallbackServerContext& context,
+                                                            const grpc::ByteBuffer& request) {
   return new PriceReactor(service, context, request);
 }
 

@@ -80,8 +80,8 @@ grpc::ServerReadReactor<v1::ScenarioChunk>* PricerService::UploadScenarios(
   return NewUploadReactor(*this, *context, reply);
 }
 
-grpc::ServerWriteReactor<v1::PriceReply>* PricerService::Price(grpc::CallbackServerContext* context,
-                                                               const v1::PriceRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PricerService::Price(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return NewPriceReactor(*this, *context, *request);
 }
 

@@ -41,14 +41,17 @@ struct ServiceOptions {
   double stalled_reader_seconds = 300;
 };
 
-class PricerService final : public v1::Pricer::CallbackService {
+// Price is a raw method (its replies are written serialized, reply_encoding.h).
+class PricerService final
+    : public v1::Pricer::WithRawCallbackMethod_Price<v1::Pricer::CallbackService> {
  public:
   // `store` holds the uploaded scenario sets.
   PricerService(Engine& engine, ScenarioStore& store, ServiceOptions options);
   ~PricerService();
 
-  grpc::ServerWriteReactor<v1::PriceReply>* Price(grpc::CallbackServerContext* context,
-                                                  const v1::PriceRequest* request) override;
+  using WithRawCallbackMethod_Price::Price;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Price(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const v1::ListDevicesRequest* request,
                                         v1::ListDevicesReply* reply) override;
@@ -106,7 +109,7 @@ class PricerService final : public v1::Pricer::CallbackService {
   BoundedExecutor uploads_{2, 16};
   IdleWatch idle_uploads_;     // ends uploads idle for upload_idle_seconds
   IdleWatch stalled_readers_;  // cancels Price calls stalled for stalled_reader_seconds
-  std::thread trimmer_;  // TrimWhenIdle
+  std::thread trimmer_;        // TrimWhenIdle
 };
 
 }  // namespace pricer

@@ -1,20 +1,59 @@
 #include "server/service/reply_encoding.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <grpcpp/support/slice.h>
+
+#include <memory>
+#include <string>
 #include <tuple>
 
 namespace pricer {
+namespace {
 
-void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection,
-             v1::PriceReply* reply) {
+using google::protobuf::internal::WireFormatLite;
+
+// The field numbers the encoding writes by hand (pricer.proto).
+constexpr int kReplyChunkField = 2;   // PriceReply.chunk
+constexpr int kReplyPricesField = 3;  // PriceReply.prices
+constexpr int kValuesField = 4;       // ResultChunk.values, TerminalPricesChunk.values
+
+// A slice over `owner`'s bytes that deletes `owner` once gRPC is done with it.
+template <typename T>
+grpc::Slice OwningSlice(std::unique_ptr<T> owner, void* data, size_t size) {
+  return grpc::Slice(
+      data, size, [](void* p) { delete static_cast<T*>(p); }, owner.release());
+}
+
+grpc::Slice StringSlice(std::string bytes) {
+  auto owner = std::make_unique<std::string>(std::move(bytes));
+  char* data = owner->data();
+  const size_t size = owner->size();
+  return OwningSlice(std::move(owner), data, size);
+}
+
+// The tag and length of a length-delimited field of `length` bytes.
+void AppendHeader(int field, size_t length, std::string* out) {
+  uint8_t bytes[16];
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
+      WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), bytes);
+  end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(length, end);
+  out->append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
+}
+
+}  // namespace
+
+void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1::PriceReply* reply,
+             bool values) {
   reply->Clear();
   const auto* bytes = reinterpret_cast<const char*>(chunk.values.data());
-  const size_t size = chunk.values.size() * sizeof(float);
+  const size_t size = values ? chunk.values.size() * sizeof(float) : 0;
   if (chunk.kind == ResultChunk::Kind::kTerminalPrices) {
     v1::TerminalPricesChunk* prices = reply->mutable_prices();
     prices->set_issuer_begin(chunk.begin);
     prices->set_issuer_end(chunk.end);
     prices->set_rows(chunk.rows);
-    prices->set_values(bytes, size);
+    if (size > 0) prices->set_values(bytes, size);
     return;
   }
   v1::ResultChunk* out = reply->mutable_chunk();
@@ -41,6 +80,33 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection,
       }
     }
   }
+}
+
+grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection) {
+  v1::PriceReply reply;
+  ToReply(chunk, selection, &reply, false);
+  if (chunk.values.empty()) return EncodeReply(reply);
+  const bool prices = chunk.kind == ResultChunk::Kind::kTerminalPrices;
+  const std::string inner =
+      prices ? reply.prices().SerializeAsString() : reply.chunk().SerializeAsString();
+  const size_t value_bytes = chunk.values.size() * sizeof(float);
+  std::string values_header;
+  AppendHeader(kValuesField, value_bytes, &values_header);
+  std::string header;
+  AppendHeader(prices ? kReplyPricesField : kReplyChunkField,
+               inner.size() + values_header.size() + value_bytes, &header);
+  header += inner;
+  header += values_header;
+  auto values = std::make_unique<std::shared_ptr<const std::vector<float>>>(chunk.values.buffer());
+  grpc::Slice slices[] = {
+      StringSlice(std::move(header)),
+      OwningSlice(std::move(values), const_cast<float*>(chunk.values.data()), value_bytes)};
+  return grpc::ByteBuffer(slices, 2);
+}
+
+grpc::ByteBuffer EncodeReply(const v1::PriceReply& reply) {
+  grpc::Slice slice = StringSlice(reply.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 void ToAcceptedReply(const Job& job, v1::PriceReply* reply) {

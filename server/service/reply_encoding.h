@@ -1,7 +1,10 @@
 // Every PriceReply the service writes is built here: `accepted` from the
 // admitted job, one reply per engine ResultChunk (bench/model_bench times
-// it), and `finished` from the job's summary.
+// it), and `finished` from the job's summary; and their bytes as gRPC sends
+// them (EncodeReply), the values of a chunk not copied.
 #pragma once
+
+#include <grpcpp/support/byte_buffer.h>
 
 #include <vector>
 
@@ -17,7 +20,18 @@ namespace pricer {
 // Replaces `reply` with the reply for `chunk`: a `prices` chunk for terminal
 // prices, else a `chunk` with the SC values (when kept) and the statistics
 // of `selection` (the job's), levels in the order selected.
-void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1::PriceReply* reply);
+// Without `values`, the chunk's values are left out (EncodeReply appends
+// them).
+void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1::PriceReply* reply,
+             bool values = true);
+
+// The serialized reply for `chunk` (ToReply's message), with the values as
+// the last field of the inner message (protobuf takes fields in any order).
+// They are not copied: the buffer's last slice points into the chunk's
+// shared values and holds them until gRPC has sent it.
+grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection);
+// Any other reply, serialized.
+grpc::ByteBuffer EncodeReply(const v1::PriceReply& reply);
 
 // Replaces `reply` with `accepted`: the job's id, plan and resolved sizes.
 void ToAcceptedReply(const Job& job, v1::PriceReply* reply);

@@ -16,7 +16,7 @@ ResultChunk Chunk(int64_t begin, int64_t floats) {
   chunk.begin = begin;
   chunk.end = begin + 1;
   chunk.rows = floats;
-  chunk.values.assign(static_cast<size_t>(floats), static_cast<float>(begin));
+  chunk.values = SharedFloats(std::vector<float>(static_cast<size_t>(floats), static_cast<float>(begin)));
   return chunk;
 }
 
