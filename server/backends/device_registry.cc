@@ -1,7 +1,11 @@
 #include "server/backends/device_registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -17,6 +21,22 @@
 #endif
 
 namespace pricer {
+namespace {
+
+// Host memory available for new allocations now (MemAvailable), bytes.
+int64_t HostAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) *
+         static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
 
 absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
   static constexpr std::pair<absl::string_view, int64_t> kUnits[] = {

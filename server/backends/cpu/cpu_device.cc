@@ -2,13 +2,11 @@
 
 #include <cblas.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,6 +25,8 @@ namespace {
 constexpr int64_t kPathBlock = 256;
 // Shocks between two polls of a job's stop: tens of ms on a core.
 constexpr int64_t kShocksPerPoll = int64_t{1} << 22;
+// Below this many shocks (about 0.2 ms on a core) ST is built on one thread.
+constexpr int64_t kInlineShocks = int64_t{1} << 14;
 
 // The flops of one GEMM between two polls of a shard's stop (0.1-0.2 s).
 constexpr double kFlopsPerPoll = 2e10;
@@ -52,11 +52,13 @@ void UseSingleThreadedBlas() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-// Runs `body(team)` with a team sized for the tasks now running on `device`.
+// Runs `body(team)` with a team sized for the tasks now running on `device`,
+// at most `useful` threads: a tiny job runs on the calling worker alone,
+// since waking a team costs more than it saves.
 template <typename Body>
-void WithTeam(CpuDevice& device, Body body) {
+void WithTeam(CpuDevice& device, int64_t useful, Body body) {
   const int team = device.BeginTask();
-  body(team);
+  body(static_cast<int>(std::clamp<int64_t>(useful, 1, team)));
   device.EndTask();
 }
 
@@ -102,7 +104,9 @@ class CpuDeviceJob : public DeviceJob {
     RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.st, &terminal_prices_));
     StopPoll stop(spec_);
     absl::Status status;
-    WithTeam(device_, [&](int team) {
+    // One thread below kInlineShocks (the tiny jobs of bench/load_bench).
+    const int64_t shocks = spec_.paths * spec_.market.issuers();
+    WithTeam(device_, shocks < kInlineShocks ? 1 : shocks, [&](int team) {
       if (!spec_.market.correlated()) {
         DrawShocks(team, stop);
       } else {
@@ -206,7 +210,7 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t blocks = (width + grid - 1) / grid;
     double gemm_seconds = 0, statistics_seconds = 0;
     StopPoll stop(spec_);
-    WithTeam(device_, [&](int team) {
+    WithTeam(device_, blocks, [&](int team) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) \
     reduction(+ : gemm_seconds, statistics_seconds)
       for (int64_t b = 0; b < blocks; ++b) {
@@ -384,17 +388,5 @@ int CpuDevice::BeginTask() {
 }
 
 void CpuDevice::EndTask() { --running_; }
-
-int64_t HostAvailableBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
-  }
-  return static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) *
-         static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
 
 }  // namespace pricer

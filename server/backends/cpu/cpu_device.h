@@ -54,7 +54,4 @@ class CpuDevice : public Device {
   std::atomic<int> running_{0};
 };
 
-// Host memory available for new allocations now (MemAvailable), bytes.
-int64_t HostAvailableBytes();
-
 }  // namespace pricer
