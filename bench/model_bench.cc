@@ -8,6 +8,9 @@
 //    carries) and a statistics chunk (2,000 columns, mean/stddev/VaR/ES);
 //    bytes/s are serialized reply bytes per second.
 //  - the Cholesky factor of a job's correlation matrix (its preparation).
+//  - a generated scenario block: the 500 x 256 block of A that the cpu device
+//    makes before each block's GEMM (ScenarioMatrix::CopyColumns of the seed
+//    preset); column_reducer_bench's BM_GemmPerColumn times that GEMM.
 // The per-column statistics kernel is column_reducer_bench.
 #include <benchmark/benchmark.h>
 
@@ -17,9 +20,10 @@
 #include <vector>
 
 #include "server/model/correlation.h"
-#include "server/model/statistics.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
+#include "server/model/job_spec.h"
+#include "server/model/statistics.h"
 #include "server/scheduler/result_stream.h"
 #include "server/service/reply_encoding.h"
 
@@ -69,6 +73,20 @@ BENCHMARK(BM_ShocksAndTerminalPrices)
     ->Args({10'000, 10})
     ->Unit(benchmark::kMillisecond);
 
+void BM_GeneratedScenarioBlock(benchmark::State& state) {
+  constexpr int64_t kIssuers = 500, kBlock = 256;
+  const ScenarioMatrix a = ScenarioMatrix::Generated(kIssuers, 1'000'000, kSeed, 0.0f, 1.0f);
+  std::vector<float> block(kIssuers * kBlock);
+  int64_t first = 0;
+  for (auto _ : state) {
+    a.CopyColumns(first, kBlock, block.data());
+    first = (first + kBlock) % 999'936;
+    benchmark::DoNotOptimize(block.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kIssuers * kBlock);
+}
+BENCHMARK(BM_GeneratedScenarioBlock)->Unit(benchmark::kMillisecond);
+
 // A chunk of `columns` columns of `rows` paths: the values when `full`, and
 // the statistics of `selection` when it asks for any.
 ResultChunk MakeChunk(int64_t rows, int64_t columns, bool full,
@@ -80,8 +98,9 @@ ResultChunk MakeChunk(int64_t rows, int64_t columns, bool full,
   chunk.end = chunk.begin + columns;
   chunk.rows = rows;
   if (full) {
-    chunk.values.resize(static_cast<size_t>(rows * columns));
-    for (float& v : chunk.values) v = value(rng);
+    std::vector<float> values(static_cast<size_t>(rows * columns));
+    for (float& v : values) v = value(rng);
+    chunk.values = SharedFloats(std::move(values));
   }
   if (selection.any()) {
     ColumnStatistics& s = chunk.statistics;
@@ -167,8 +186,8 @@ void BM_CholeskyFactor(benchmark::State& state) {
     if (!lower.ok()) state.SkipWithError(std::string(lower.status().message()).c_str());
     benchmark::DoNotOptimize(lower);
   }
-  state.counters["polls"] = benchmark::Counter(static_cast<double>(polls),
-                                               benchmark::Counter::kAvgIterations);
+  state.counters["polls"] =
+      benchmark::Counter(static_cast<double>(polls), benchmark::Counter::kAvgIterations);
 }
 BENCHMARK(BM_CholeskyFactor)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 

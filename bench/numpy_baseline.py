@@ -7,24 +7,16 @@ the PnL at the given levels). Prints JSON with the seconds of each part.
   numpy_baseline.py --paths 10000 --issuers 500 --scenarios 100000
                     [--chunk-columns 10000] [--var 0.99] [--es 0.975]
 """
-import argparse
 import json
 import time
 
 import numpy as np
 
+import baseline_args
+
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--paths", type=int, default=10000)
-    parser.add_argument("--issuers", type=int, default=500)
-    parser.add_argument("--scenarios", type=int, default=100000)
-    parser.add_argument("--chunk-columns", type=int, default=10000)
-    parser.add_argument("--rate", type=float, default=0.02)
-    parser.add_argument("--maturity", type=float, default=1.0)
-    parser.add_argument("--var", type=float, default=0.99)
-    parser.add_argument("--es", type=float, default=0.975)
-    args = parser.parse_args()
+    args = baseline_args.parse(__doc__.splitlines()[0])
 
     rng = np.random.default_rng(7)
     p, n, t, r = args.paths, args.issuers, args.maturity, args.rate

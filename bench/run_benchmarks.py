@@ -9,7 +9,12 @@ column alike:
     counts, end to end through the `pricer` CLI: stats mode, full output to a
     file and to /dev/null; against one bare multi-threaded cblas_sgemm of the
     same shape (bench/bare_sgemm) and against NumPy's ST @ A plus the same
-    statistics (bench/numpy_baseline.py);
+    statistics (bench/numpy_baseline.py); with --peers also PyTorch on the CPU
+    (bench/torch_baseline.py --device cpu) and the original question's
+    TensorFlow graph (bench/tf_baseline.py), from a venv of their own
+    (bench/peers.py). Each way runs --repeats times (3 at least), round-robin
+    over the ways within each repeat; the median is the headline, the minimum
+    beside it; the speed-up over each peer is set against the bare sgemm's;
   * small-request latency and throughput at 1, 4, 16 and 64 concurrent clients
     (bench/load_bench);
   * server peak RSS while streaming a full-output result over 4 GB, and the
@@ -25,14 +30,19 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+import peers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS = "mean,stddev,var:0.99,es:0.975"
 PATHS, ISSUERS = 10000, 500
+WAYS = ("bare_sgemm", "stats", "full_devnull", "full_file", "numpy") + tuple(peers.LABELS)
+run_json = peers.run_json
 
 
 def log(message):
@@ -78,11 +88,6 @@ def run_to_json_file(command, scratch):
         return json.load(f)
 
 
-def run_json(command):
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def price(build, target, scenarios, *flags):
     """Wall seconds of one `pricer price` of the seed example, and the server's."""
     command = [os.path.join(build, "client/pricer"), "price", "--target", target,
@@ -94,62 +99,85 @@ def price(build, target, scenarios, *flags):
     return {"seconds": wall, "server_seconds": float(match.group(1)) if match else None}
 
 
+def price_to_file(build, target, scenarios, path):
+    result = price(build, target, scenarios, "--stats", "mean", "--full-out", path)
+    os.remove(path)
+    return result
+
+
 def gflops(scenarios, seconds):
     return 2.0 * PATHS * ISSUERS * scenarios / seconds / 1e9
 
 
-def end_to_end(build, sizes, repeats, scratch):
-    """Per size, the best of `repeats` of each way, the ways interleaved."""
+def summarize(runs, scenarios):
+    """Every run of one way at one size, its raw seconds, their median and minimum."""
+    seconds = [run["seconds"] for run in runs]
+    median, low = statistics.median(seconds), min(seconds)
+    return {"runs": runs, "seconds": seconds, "median_seconds": median, "min_seconds": low,
+            "median_gflops": gflops(scenarios, median), "max_gflops": gflops(scenarios, low)}
+
+
+def ways_at(build, target, m, scratch, peer_python):
+    """The ways at M scenario columns, in the order each repeat runs them."""
+    shape = ["--paths", str(PATHS), "--issuers", str(ISSUERS), "--scenarios", str(m)]
+    ways = {
+        "stats": lambda: price(build, target, m, "--stats", STATS),
+        "full_devnull": lambda: price(build, target, m, "--stats", "mean",
+                                      "--full-out", "/dev/null"),
+        "full_file": lambda: price_to_file(build, target, m, os.path.join(scratch, "sc.npy")),
+        "bare_sgemm": lambda: run_json([os.path.join(build, "bench/bare_sgemm"), *shape]),
+        "numpy": lambda: run_json([sys.executable,
+                                   os.path.join(ROOT, "bench/numpy_baseline.py"), *shape]),
+    }
+    if peer_python:
+        ways.update(peers.ways(peer_python, PATHS, ISSUERS, m))
+    return ways
+
+
+def size_row(m, runs):
+    """One size's figures: each way summarised, its ratios to the bare sgemm
+    (median to median, min to min) and the speed-ups over the peers."""
+    row = {"scenarios": m, "flops": 2.0 * PATHS * ISSUERS * m}
+    for way, results in runs.items():
+        row[way] = summarize(results, m)
+    row["ratios"] = {figure: {way: row[way][figure + "_seconds"] /
+                              row["bare_sgemm"][figure + "_seconds"] for way in runs}
+                     for figure in ("median", "min")}
+    row["speedups"] = peers.speedups(row)
+    return row
+
+
+def end_to_end(build, sizes, repeats, scratch, peer_python=None):
+    """Per size, `repeats` runs of each way, round-robin over the ways."""
     rows = []
     with Server(build) as server:
         price(build, server.target, 2000, "--stats", STATS)  # warm-up
         for m in sizes:
-            best = {}
+            ways = ways_at(build, server.target, m, scratch, peer_python)
+            runs = {way: [] for way in ways}
             for r in range(repeats):
-                ways = {
-                    "stats": lambda: price(build, server.target, m, "--stats", STATS),
-                    "full_devnull": lambda: price(build, server.target, m, "--stats", "mean",
-                                                  "--full-out", "/dev/null"),
-                    "full_file": lambda: price(build, server.target, m, "--stats", "mean",
-                                               "--full-out", os.path.join(scratch, "sc.npy")),
-                    "bare_sgemm": lambda: run_json(
-                        [os.path.join(build, "bench/bare_sgemm"), "--paths", str(PATHS),
-                         "--issuers", str(ISSUERS), "--scenarios", str(m)]),
-                    "numpy": lambda: run_json(
-                        [sys.executable, os.path.join(ROOT, "bench/numpy_baseline.py"),
-                         "--paths", str(PATHS), "--issuers", str(ISSUERS),
-                         "--scenarios", str(m)]),
-                }
                 for way, measure in ways.items():
                     log(f"  M={m} {way} (repeat {r + 1}/{repeats})")
-                    result = measure()
-                    if way == "full_file":
-                        os.remove(os.path.join(scratch, "sc.npy"))
-                    if way not in best or result["seconds"] < best[way]["seconds"]:
-                        best[way] = result
-            row = {"scenarios": m, "flops": 2.0 * PATHS * ISSUERS * m}
-            for way, result in best.items():
-                row[way] = result
-                row[way]["gflops"] = gflops(m, result["seconds"])
-            bare = best["bare_sgemm"]["seconds"]
-            row["ratios"] = {way: best[way]["seconds"] / bare for way in best}
-            rows.append(row)
+                    runs[way].append(measure())
+            rows.append(size_row(m, runs))
     return rows
 
 
 def multi_device(build, scenarios, repeats):
     """cpu:1 against cpu:2 on the same stats request, alternating."""
-    best = {}
+    runs = {"cpu:1": [], "cpu:2": []}
     for r in range(repeats):
-        for devices in ("cpu:1", "cpu:2"):
+        for devices in runs:
             log(f"  {devices} (repeat {r + 1}/{repeats})")
             with Server(build, devices) as server:
                 price(build, server.target, 1000, "--stats", STATS)  # warm-up
-                result = price(build, server.target, scenarios, "--stats", STATS)
-            if devices not in best or result["seconds"] < best[devices]["seconds"]:
-                best[devices] = result
-    return {"scenarios": scenarios, **best,
-            "ratio_cpu2_over_cpu1": best["cpu:2"]["seconds"] / best["cpu:1"]["seconds"]}
+                runs[devices].append(price(build, server.target, scenarios, "--stats", STATS))
+    out = {"scenarios": scenarios}
+    out.update((devices, summarize(results, scenarios)) for devices, results in runs.items())
+    out["ratio_cpu2_over_cpu1"] = {
+        figure: out["cpu:2"][figure + "_seconds"] / out["cpu:1"][figure + "_seconds"]
+        for figure in ("median", "min")}
+    return out
 
 
 def plot(rows, path):
@@ -160,14 +188,15 @@ def plot(rows, path):
     labels = {"bare_sgemm": "bare cblas_sgemm (no RNG, no statistics)",
               "stats": "pricer, stats mode", "full_devnull": "pricer, full SC to /dev/null",
               "full_file": "pricer, full SC to a .npy file",
-              "numpy": "NumPy ST @ A + the same statistics"}
+              "numpy": "NumPy ST @ A + the same statistics", **peers.LABELS}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = [row["scenarios"] for row in rows]
     for way, label in labels.items():
-        ax.plot(sizes, [row[way]["gflops"] for row in rows], marker="o", label=label)
+        if way in rows[0]:
+            ax.plot(sizes, [row[way]["median_gflops"] for row in rows], marker="o", label=label)
     ax.set_xscale("log")
     ax.set_xlabel("scenario columns M (P = 10,000 paths, N = 500 issuers)")
-    ax.set_ylabel("GFLOP/s (2 P N M / seconds)")
+    ax.set_ylabel("GFLOP/s (2 P N M / median seconds)")
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -176,16 +205,28 @@ def plot(rows, path):
     fig.savefig(path, dpi=110)
 
 
+def end_to_end_table(results):
+    rows = results["end_to_end"]
+    rates = ", ".join("%.1f GFLOP/s at M = %s" % (row["bare_sgemm"]["median_gflops"],
+                                                  format(row["scenarios"], ",")) for row in rows)
+    lines = ["End to end, the original example (P = 10,000, N = 500). Bare cblas_sgemm "
+             "(median): %s; every ratio below is to it" % rates,
+             peers.versions_line(results),
+             "Seconds: median and min of %d runs of each way, the ways interleaved; x bare: "
+             "median over the bare median, and min over the bare min" % results["repeats"],
+             "%10s  %-14s %9s %9s %8s %11s %9s" % ("M", "way", "median s", "min s", "x bare",
+                                                  "x bare min", "GFLOP/s")]
+    for row in rows:
+        for way in (w for w in WAYS if w in row):
+            lines.append("%10d  %-14s %9.2f %9.2f %8.2f %11.2f %9.1f" % (
+                row["scenarios"], way, row[way]["median_seconds"], row[way]["min_seconds"],
+                row["ratios"]["median"][way], row["ratios"]["min"][way],
+                row[way]["median_gflops"]))
+    return lines + peers.speedup_table(results)
+
+
 def table(results):
-    lines = []
-    lines.append("End to end, the original example (P = 10,000, N = 500); seconds "
-                 "(best of %d) and ratio to the bare sgemm" % results["repeats"])
-    ways = ["bare_sgemm", "stats", "full_devnull", "full_file", "numpy"]
-    lines.append("%10s" % "M" + "".join("%22s" % w for w in ways))
-    for row in results["end_to_end"]:
-        cells = "".join("%13.2f s %5.2fx " % (row[w]["seconds"], row["ratios"][w])
-                        for w in ways)
-        lines.append("%10d %s" % (row["scenarios"], cells))
+    lines = end_to_end_table(results)
     if "load" in results:
         lines.append("")
         lines.append("Tiny requests (10 issuers, 1,000 paths, 100 scenarios)")
@@ -206,59 +247,85 @@ def table(results):
     if "multi_device" in results:
         d = results["multi_device"]
         lines.append("")
-        lines.append("cpu:1 %.2f s, cpu:2 %.2f s on M = %d (ratio %.3f)" % (
-            d["cpu:1"]["seconds"], d["cpu:2"]["seconds"], d["scenarios"],
-            d["ratio_cpu2_over_cpu1"]))
+        lines.append("cpu:1 %.2f s (min %.2f), cpu:2 %.2f s (min %.2f) on M = %d: ratio %.3f "
+                     "(medians), %.3f (mins)" % (
+                         d["cpu:1"]["median_seconds"], d["cpu:1"]["min_seconds"],
+                         d["cpu:2"]["median_seconds"], d["cpu:2"]["min_seconds"],
+                         d["scenarios"], d["ratio_cpu2_over_cpu1"]["median"],
+                         d["ratio_cpu2_over_cpu1"]["min"]))
     return "\n".join(lines)
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description="pricer benchmarks, side by side")
     parser.add_argument("--build", default=os.path.join(ROOT, os.environ.get("BUILD_DIR", "build")))
     parser.add_argument("--out", default=os.path.join(ROOT, "bench-results"))
     parser.add_argument("--sizes", default="10000,30000,100000")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each way per size (3 at least, unless --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and short load levels, to check the harness")
+    parser.add_argument("--peers", action="store_true",
+                        help="also PyTorch (CPU) and TensorFlow, from a venv made once")
+    parser.add_argument("--peers-venv", default=os.path.join(ROOT, "bench-results", "peers-venv"),
+                        help="the peers' virtual environment (made there if missing)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    load_seconds = "5"
-    if args.quick:
-        sizes, load_seconds = [2000, 5000], "1"
-    os.makedirs(args.out, exist_ok=True)
+    if args.repeats < (1 if args.quick else 3):
+        parser.error("--repeats must be 3 or more (a median of fewer is no median), "
+                     "or 1 or more with --quick")
+    args.sizes = [2000, 5000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    return args
 
+
+def machine():
+    import numpy
+    return {"host": platform.node(), "cpus": os.cpu_count(),
+            "memory_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+            "processor": subprocess.run(
+                ["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
+                capture_output=True, text=True).stdout.strip()}, numpy.__version__
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.out, exist_ok=True)
     results = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(),
-                    "memory_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
-                    "processor": subprocess.run(
-                        ["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
-                        capture_output=True, text=True).stdout.strip()},
-        "repeats": args.repeats,
+        "repeats": args.repeats, "target_kept": peers.TARGET_KEPT,
     }
+    results["machine"], results["numpy_version"] = machine()
+    peer_python = None
+    if args.peers:
+        peer_python = peers.ensure_venv(os.path.abspath(args.peers_venv))
+        results["peers"] = dict(peers.versions(peer_python), venv=os.path.abspath(args.peers_venv))
+        log("peers: " + peers.versions_line(results))
     with tempfile.TemporaryDirectory(dir=args.out) as scratch:
         log("end to end")
-        results["end_to_end"] = end_to_end(args.build, sizes, args.repeats, scratch)
+        results["end_to_end"] = end_to_end(args.build, args.sizes, args.repeats, scratch,
+                                           peer_python)
         log("tiny requests")
         # The load tool's threads are one client to the server (one address):
         # its per-client quota must hold the 64 concurrent calls.
         with Server(args.build, flags=("--max-jobs-per-client", "64")) as server:
             results["load"] = run_to_json_file(
                 [os.path.join(args.build, "bench/load_bench"), "--target", server.target,
-                 "--seconds", load_seconds], scratch)
+                 "--seconds", "1" if args.quick else "5"], scratch)
         log("memory")
         results["memory"] = run_to_json_file(
             [os.path.join(ROOT, "bench/memory_bench.sh"), "--build", args.build] +
             (["--scenarios", "5000"] if args.quick else []), scratch)
     log("multi-device")
-    results["multi_device"] = multi_device(args.build, sizes[min(1, len(sizes) - 1)],
-                                           args.repeats + 1)
+    results["multi_device"] = multi_device(args.build, args.sizes[min(1, len(args.sizes) - 1)],
+                                           args.repeats)
+    write(results, args.out)
 
-    with open(os.path.join(args.out, "results.json"), "w") as f:
+
+def write(results, out):
+    with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
-    plot(results["end_to_end"], os.path.join(args.out, "throughput.png"))
+    plot(results["end_to_end"], os.path.join(out, "throughput.png"))
     text = table(results)
-    with open(os.path.join(args.out, "table.txt"), "w") as f:
+    with open(os.path.join(out, "table.txt"), "w") as f:
         f.write(text + "\n")
     print(text)
 
