@@ -18,7 +18,7 @@ typedef int32_t Ints8 __attribute__((vector_size(32)));
 // The portable compress: every lane stored, the index advanced past the
 // kept ones only (no branches).
 struct PortableCompress {
-  static int64_t Store(Floats8 x, Ints8 keep, float* out, int64_t n) {
+  static int64_t Store(const Floats8& x, const Ints8& keep, float* out, int64_t n) {
     for (int l = 0; l < 8; ++l) {
       out[n] = x[l];
       n -= keep[l];  // a kept lane is -1
@@ -46,8 +46,8 @@ constexpr CompressTable kCompressTable = MakeCompressTable();
 
 // The AVX2 compress: one permutation and one unaligned store of 8 lanes.
 struct Avx2Compress {
-  __attribute__((target("avx2,popcnt"))) static int64_t Store(Floats8 x, Ints8 keep, float* out,
-                                                              int64_t n) {
+  __attribute__((target("avx2,popcnt"))) static int64_t Store(const Floats8& x, const Ints8& keep,
+                                                              float* out, int64_t n) {
     const int mask = _mm256_movemask_ps(reinterpret_cast<__m256>(keep));
     const __m256i lanes =
         _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompressTable.lanes[mask]));
