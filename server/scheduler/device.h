@@ -26,7 +26,9 @@ bool IsDeviceLost(const absl::Status& status);
 
 // What one shard gives back, for its kept columns [out_begin, out_end).
 struct ShardOutput {
-  std::vector<float> values;    // P x columns, column-major, when full output is on
+  // P x columns, column-major, when full output is on. RunShard sizes it; it
+  // may come in holding a used buffer's values (BufferPool), all overwritten.
+  std::vector<float> values;
   ColumnStatistics statistics;  // when statistics are on
   // Thread-seconds spent in the GEMM and in the statistics (the cost split).
   double gemm_seconds = 0;

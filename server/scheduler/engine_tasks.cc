@@ -215,12 +215,18 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   const JobSpec& spec = job.spec();
   const Shard shard = ShardAt(job.plan(), spec, index);
   ShardOutput output;
+  if (spec.output.full) {
+    output.values =
+        job.shard_buffers().Take(static_cast<size_t>((shard.out_end - shard.out_begin) * spec.paths));
+  }
   RETURN_IF_ERROR(state.RunShard(shard, &output));
   job.RecordOutput(0, output.gemm_seconds, output.statistics_seconds);
   const int64_t paths = spec.paths;
   const int64_t chunk_columns = job.plan().chunk_columns;
-  // The chunks are ranges of the shard's values, not copies.
-  const auto values = std::make_shared<const std::vector<float>>(std::move(output.values));
+  // The chunks are ranges of the shard's values, not copies; the buffer goes
+  // back to the pool when the last of them has been sent.
+  const std::shared_ptr<const std::vector<float>> values =
+      job.shard_buffers().Share(std::move(output.values));
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += chunk_columns) {
     ResultChunk chunk;
     chunk.begin = begin;

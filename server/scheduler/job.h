@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/model/job_spec.h"
 #include "server/scheduler/device.h"
+#include "server/scheduler/buffer_pool.h"
 #include "server/scheduler/result_stream.h"
 #include "server/scheduler/shard_planner.h"
 #include "server/scheduler/task.h"
@@ -104,6 +105,8 @@ class Job {
   const std::vector<DevicePlan>& device_plans() const { return device_plans_; }
   const TaskList& tasks() const { return tasks_; }
   ResultStream& results() { return results_; }
+  // Where its shards' output buffers come from and go back to.
+  BufferPool& shard_buffers() { return *shard_buffers_; }
 
   // Stops the job: pending tasks are dropped, running ones end at their shard
   // boundary, the stream closes with `why`, and its device memory is freed.
@@ -139,6 +142,7 @@ class Job {
   const std::shared_ptr<WorkSignal> signal_;
   const std::chrono::steady_clock::time_point start_;
   ResultStream results_;
+  const std::shared_ptr<BufferPool> shard_buffers_ = BufferPool::Make();
   // Also the spec's `stopped`, which the backends poll in long phases.
   const std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
   std::atomic<int64_t> bytes_{0};

@@ -220,10 +220,16 @@ class CpuDeviceJob : public DeviceJob {
         const int64_t count = std::min(grid, width - first);
         float* a = buffers.a.data() + first * issuers;
         spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
-        if (!MultiplyBlock(a, count, buffers.sc.data() + first * paths, stop)) continue;
+        // A block whose columns are all kept is multiplied straight into the output.
+        const int64_t begin = shard.gemm_begin + first;
+        float* sc = buffers.sc.data() + first * paths;
+        if (spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end) {
+          sc = out->values.data() + (begin - shard.out_begin) * paths;
+        }
+        if (!MultiplyBlock(a, count, sc, stop)) continue;
         const auto multiplied = std::chrono::steady_clock::now();
 
-        KeepBlock(shard, first, count, buffers, discount, out);
+        KeepBlock(shard, first, count, a, sc, discount, out);
         const auto reduced = std::chrono::steady_clock::now();
         gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
         statistics_seconds += std::chrono::duration<double>(reduced - multiplied).count();
@@ -267,32 +273,33 @@ class CpuDeviceJob : public DeviceJob {
     return true;
   }
 
-  // The kept columns of the block at `first` (`count` columns) of a shard:
-  // their statistics while they are in cache, their values copied out.
-  void KeepBlock(const Shard& shard, int64_t first, int64_t count, const Buffers& buffers,
-                 double discount, ShardOutput* out) const {
+  // The kept columns of the block at `first` (`count` columns) of a shard,
+  // whose positions are `a` and whose values are `sc`: their statistics while
+  // they are in cache, their values copied out unless `sc` is the output.
+  void KeepBlock(const Shard& shard, int64_t first, int64_t count, const float* a,
+                 const float* sc, double discount, ShardOutput* out) const {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
     const StatisticsSelection& selection = spec_.output.statistics;
-    const int64_t column_begin = std::max(shard.gemm_begin + first, shard.out_begin);
-    const int64_t column_end = std::min(shard.gemm_begin + first + count, shard.out_end);
+    const int64_t block_begin = shard.gemm_begin + first;
+    const int64_t column_begin = std::max(block_begin, shard.out_begin);
+    const int64_t column_end = std::min(block_begin + count, shard.out_end);
     std::optional<ColumnReducer> reducer;
     std::vector<double> v0;
     if (selection.any()) {
       reducer.emplace(selection, paths, discount);
       v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
-      PortfolioValues(buffers.a.data() + (column_begin - shard.gemm_begin) * issuers,
-                      static_cast<int64_t>(v0.size()), v0.data());
+      PortfolioValues(a + (column_begin - block_begin) * issuers, static_cast<int64_t>(v0.size()),
+                      v0.data());
     }
     for (int64_t column = column_begin; column < column_end; ++column) {
-      const int64_t offset = column - shard.gemm_begin;  // in the shard's blocks
-      const float* values = buffers.sc.data() + offset * paths;
+      const float* values = sc + (column - block_begin) * paths;
       const int64_t k = column - shard.out_begin;  // index among the kept columns
       if (reducer.has_value()) {
         reducer->Reduce(values, v0[static_cast<size_t>(column - column_begin)], k,
                         &out->statistics);
       }
-      if (spec_.output.full) {
+      if (spec_.output.full && out->values.data() + k * paths != values) {
         std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
       }
     }
