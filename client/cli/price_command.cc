@@ -35,9 +35,10 @@ grpc::Status Send(PricerClient& client, const v1::PriceRequest& request, ColumnR
                   RunJournal& journal) {
   const bool progress = isatty(STDERR_FILENO);
   absl::Mutex mu;
-  const auto on_reply = [&](const v1::PriceReply& reply) {
+  const auto on_reply = [&](const ReceivedReply& received) {
+    const v1::PriceReply& reply = received.message;
     absl::MutexLock lock(&mu);
-    if (grpc::Status s = results.OnReply(reply); !s.ok()) return s;
+    if (grpc::Status s = results.OnReply(received); !s.ok()) return s;
     if (absl::Status s = journal.Record(reply, results); !s.ok()) {
       return grpc::Status(grpc::StatusCode::ABORTED, std::string(s.message()));
     }

@@ -1,9 +1,15 @@
 #include "client/lib/npy.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -14,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/lib/byte_pieces.h"
 #include "common/status_macros.h"
 
 namespace pricer {
@@ -22,6 +29,11 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "npy I/O assumes a little-endian host");
 
 constexpr char kMagic[] = "\x93NUMPY";
+
+// O_DIRECT wants offsets, sizes and buffers aligned to the device's logical
+// block, at most 4 KiB on the disks this runs on.
+constexpr int64_t kDirectAlignment = 4096;
+constexpr int64_t kStagingBytes = 4 << 20;
 
 // The header dict, padded with spaces and a newline so that the data starts
 // at a multiple of 64 bytes, as NumPy writes it.
@@ -115,71 +127,170 @@ void ConvertValues(const std::vector<char>& raw, bool f32, bool fortran, NpyMatr
 
 absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path, int64_t rows,
                                                         int64_t columns) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) {
+  const int file = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (file < 0) {
     return absl::NotFoundError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
   }
   const std::string header = MakeHeader(rows, columns);
-  std::fwrite(header.data(), 1, header.size(), file);
   NpyColumnWriter writer(file, path, rows, columns, static_cast<int64_t>(header.size()));
+  if (absl::Status s = writer.WriteCached(0, {header}); !s.ok()) return s;
   // Size the file up front: columns arrive in any order. A device such as
   // /dev/null (a benchmark's sink) takes the writes as they come.
   const int64_t total = writer.data_offset_ + rows * columns * 4;
   struct stat info {};
-  const bool regular = fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode);
-  if (std::fflush(file) != 0 || (regular && ftruncate(fileno(file), total) != 0)) {
-    return absl::InternalError(absl::StrCat("cannot size ", path, " to ", total, " bytes"));
+  if (fstat(file, &info) == 0 && S_ISREG(info.st_mode)) {
+    // fallocate, not posix_fallocate: where the file system cannot, glibc's
+    // emulation would write every block.
+    const bool allocated = fallocate(file, 0, 0, total) == 0;
+    if (!allocated && errno == ENOSPC) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("not enough disk space for ", path, ": it needs ", total, " bytes"));
+    }
+    if (!allocated && ftruncate(file, total) != 0) {
+      return absl::InternalError(absl::StrCat("cannot size ", path, " to ", total,
+                                              " bytes: ", std::strerror(errno)));
+    }
+    writer.OpenDirect();
   }
   return writer;
 }
 
 absl::StatusOr<NpyColumnWriter> NpyColumnWriter::OpenExisting(const std::string& path, int64_t rows,
                                                               int64_t columns) {
-  std::FILE* file = std::fopen(path.c_str(), "r+b");
-  if (file == nullptr) {
+  const int file = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (file < 0) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
   const std::string want = MakeHeader(rows, columns);
   NpyColumnWriter writer(file, path, rows, columns, static_cast<int64_t>(want.size()));
   std::string header(want.size(), '\0');
-  const bool read = std::fread(header.data(), 1, header.size(), file) == header.size();
+  const bool read = pread(file, header.data(), header.size(), 0) ==
+                    static_cast<ssize_t>(header.size());
   const int64_t total = writer.data_offset_ + rows * columns * 4;
-  if (!read || header != want || fseeko(file, 0, SEEK_END) != 0 || ftello(file) != total) {
+  struct stat info {};
+  if (!read || header != want || fstat(file, &info) != 0 || !S_ISREG(info.st_mode) ||
+      info.st_size != total) {
     return absl::FailedPreconditionError(absl::StrCat(path, " is not the ", rows, " x ", columns,
                                                       " float32 .npy file of the interrupted run (",
                                                       total, " bytes)"));
   }
+  writer.OpenDirect();
   return writer;
 }
 
 NpyColumnWriter::NpyColumnWriter(NpyColumnWriter&& other) noexcept
-    : file_(std::exchange(other.file_, nullptr)),
+    : file_(std::exchange(other.file_, -1)),
+      direct_(std::exchange(other.direct_, -1)),
+      staging_(std::move(other.staging_)),
       path_(std::move(other.path_)),
       rows_(other.rows_),
       columns_(other.columns_),
       data_offset_(other.data_offset_) {}
 
-NpyColumnWriter::~NpyColumnWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+NpyColumnWriter::~NpyColumnWriter() { Close().IgnoreError(); }
+
+void NpyColumnWriter::FreeAligned::operator()(char* p) const { std::free(p); }
+
+void NpyColumnWriter::OpenDirect() {
+  direct_ = open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (direct_ < 0) return;  // the file system does not allow it
+  void* staging = nullptr;
+  if (posix_memalign(&staging, kDirectAlignment, kStagingBytes) != 0) {
+    close(std::exchange(direct_, -1));
+    return;
+  }
+  staging_.reset(static_cast<char*>(staging));
 }
 
 absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count, const float* values) {
+  const auto bytes = static_cast<size_t>(std::max<int64_t>(0, rows_ * count)) * sizeof(float);
+  return WriteColumns(first, count, {std::string_view(reinterpret_cast<const char*>(values), bytes)});
+}
+
+absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count,
+                                           const BytePieces& pieces) {
   if (first < 0 || count < 0 || first + count > columns_) {
     return absl::OutOfRangeError(absl::StrCat("columns [", first, ", ", first + count,
                                               ") outside the ", columns_, " columns of ", path_));
   }
-  const size_t bytes = static_cast<size_t>(rows_ * count) * sizeof(float);
-  if (fseeko(file_, data_offset_ + first * rows_ * 4, SEEK_SET) != 0 ||
-      std::fwrite(values, 1, bytes, file_) != bytes || std::fflush(file_) != 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
+  const int64_t bytes = rows_ * count * 4;
+  if (PiecesSize(pieces) != bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(PiecesSize(pieces), " bytes for ", count,
+                                                   " columns of ", rows_, " rows of ", path_));
+  }
+  const int64_t begin = data_offset_ + first * rows_ * 4, end = begin + bytes;
+  // The whole blocks inside [begin, end), if any, go direct.
+  const int64_t inner_begin = (begin + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+  const int64_t inner_end = end / kDirectAlignment * kDirectAlignment;
+  if (direct_ < 0 || inner_end <= inner_begin) return WriteCached(begin, pieces);
+  RETURN_IF_ERROR(WriteCached(begin, PiecesRange(pieces, 0, inner_begin - begin)));
+  RETURN_IF_ERROR(
+      WriteDirect(inner_begin, PiecesRange(pieces, inner_begin - begin, inner_end - inner_begin)));
+  return WriteCached(inner_end, PiecesRange(pieces, inner_end - begin, end - inner_end));
+}
+
+absl::Status NpyColumnWriter::WriteCached(int64_t offset,
+                                          const BytePieces& pieces) {
+  std::vector<iovec> vectors;
+  for (std::string_view piece : pieces) {
+    if (!piece.empty()) vectors.push_back({const_cast<char*>(piece.data()), piece.size()});
+  }
+  size_t next = 0;
+  while (next < vectors.size()) {
+    const int batch = static_cast<int>(std::min<size_t>(vectors.size() - next, IOV_MAX));
+    const ssize_t written = pwritev(file_, vectors.data() + next, batch, offset);
+    if (written <= 0) {
+      if (written < 0 && errno == EINTR) continue;
+      return WriteError();
+    }
+    offset += written;
+    // Past what was written; a piece written in part is cut.
+    auto left = static_cast<size_t>(written);
+    while (left > 0 && left >= vectors[next].iov_len) left -= vectors[next++].iov_len;
+    if (left > 0) {
+      vectors[next].iov_base = static_cast<char*>(vectors[next].iov_base) + left;
+      vectors[next].iov_len -= left;
+    }
   }
   return absl::OkStatus();
 }
 
+absl::Status NpyColumnWriter::WriteDirect(int64_t offset,
+                                          const BytePieces& pieces) {
+  const int64_t size = PiecesSize(pieces);
+  for (int64_t done = 0; done < size;) {
+    const int64_t n = std::min<int64_t>(kStagingBytes, size - done);
+    CopyPieces(PiecesRange(pieces, done, n), staging_.get());
+    int64_t put = 0;
+    while (put < n) {
+      const ssize_t written =
+          pwrite(direct_, staging_.get() + put, static_cast<size_t>(n - put), offset + done + put);
+      if (written < 0 && errno == EINTR) continue;
+      if (written < 0 && errno == EINVAL && put == 0) {
+        // The file system took the open but not the write: the cache from now on.
+        close(std::exchange(direct_, -1));
+        return WriteCached(offset + done, PiecesRange(pieces, done, size - done));
+      }
+      // A short direct write ends on a block boundary; anything else is an error.
+      if (written <= 0 || written % kDirectAlignment != 0) return WriteError();
+      put += written;
+    }
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NpyColumnWriter::WriteError() const {
+  return absl::InternalError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
+}
+
 absl::Status NpyColumnWriter::Close() {
-  std::FILE* file = std::exchange(file_, nullptr);
-  if (file == nullptr) return absl::OkStatus();
-  if (std::fclose(file) != 0) {
+  bool failed = false;
+  for (int* fd : {&direct_, &file_}) {
+    if (*fd >= 0 && close(std::exchange(*fd, -1)) != 0) failed = true;
+  }
+  staging_.reset();
+  if (failed) {
     return absl::InternalError(absl::StrCat("cannot close ", path_, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();

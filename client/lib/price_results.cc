@@ -56,15 +56,16 @@ int64_t PriceResults::columns() const {
   return ColumnsLocked();
 }
 
-grpc::Status PriceResults::OnReply(const v1::PriceReply& reply) {
+grpc::Status PriceResults::OnReply(const ReceivedReply& received) {
+  const v1::PriceReply& reply = received.message;
   absl::MutexLock lock(&mu_);
   switch (reply.kind_case()) {
     case v1::PriceReply::kAccepted:
       return OnAccepted(reply.accepted());
     case v1::PriceReply::kChunk:
-      return OnChunk(reply.chunk(), false);
+      return OnChunk(reply.chunk(), &received.values);
     case v1::PriceReply::kPrices:
-      return OnPrices(reply.prices());
+      return OnPrices(reply.prices(), received.values);
     case v1::PriceReply::kFinished:
       OnFinished(reply.finished());
       return grpc::Status::OK;
@@ -90,7 +91,7 @@ void PriceResults::OnFinished(const v1::JobFinished& part) {
 grpc::Status PriceResults::Restore(const v1::PriceReply& reply) {
   absl::MutexLock lock(&mu_);
   if (reply.has_accepted()) return OnAccepted(reply.accepted());
-  if (reply.has_chunk()) return OnChunk(reply.chunk(), true);
+  if (reply.has_chunk()) return OnChunk(reply.chunk(), nullptr);
   if (reply.has_prices()) return grpc::Status::OK;  // nothing but values
   return Contradiction("a journal record of another kind");
 }
@@ -130,7 +131,7 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
   return grpc::Status::OK;
 }
 
-grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, bool restored) {
+grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values) {
   const int64_t begin = chunk.column_begin() - accepted_.column_begin();
   const int64_t count = chunk.column_end() - chunk.column_begin();
   if (begin < 0 || count <= 0 || begin + count > ColumnsLocked() ||
@@ -138,14 +139,12 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, bool restored) 
     return Contradiction(absl::StrCat("a chunk of columns [", chunk.column_begin(), ", ",
                                       chunk.column_end(), ") outside the accepted range"));
   }
-  if (full_.has_value() && !restored) {
-    if (static_cast<int64_t>(chunk.values().size()) != chunk.rows() * count * 4) {
-      return Contradiction(absl::StrCat("a chunk of ", chunk.values().size(), " bytes for ", count,
+  if (full_.has_value() && values != nullptr) {
+    if (values->size() != chunk.rows() * count * 4) {
+      return Contradiction(absl::StrCat("a chunk of ", values->size(), " bytes for ", count,
                                         " columns of ", chunk.rows(), " rows"));
     }
-    if (absl::Status s = full_->WriteColumns(begin, count,
-                                             reinterpret_cast<const float*>(chunk.values().data()));
-        !s.ok()) {
+    if (absl::Status s = full_->WriteColumns(begin, count, values->pieces()); !s.ok()) {
       return ToGrpc(s);
     }
   }
@@ -166,16 +165,16 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, bool restored) 
   return grpc::Status::OK;
 }
 
-grpc::Status PriceResults::OnPrices(const v1::TerminalPricesChunk& chunk) {
+grpc::Status PriceResults::OnPrices(const v1::TerminalPricesChunk& chunk,
+                                    const ValueBytes& values) {
   if (!prices_.has_value()) return grpc::Status::OK;
   const int64_t count = chunk.issuer_end() - chunk.issuer_begin();
   if (chunk.issuer_begin() < 0 || count <= 0 || chunk.issuer_end() > accepted_.issuers() ||
-      static_cast<int64_t>(chunk.values().size()) != chunk.rows() * count * 4) {
+      values.size() != chunk.rows() * count * 4) {
     return Contradiction(absl::StrCat("a terminal-prices chunk of issuers [", chunk.issuer_begin(),
                                       ", ", chunk.issuer_end(), ") that does not fit"));
   }
-  return ToGrpc(prices_->WriteColumns(chunk.issuer_begin(), count,
-                                      reinterpret_cast<const float*>(chunk.values().data())));
+  return ToGrpc(prices_->WriteColumns(chunk.issuer_begin(), count, values.pieces()));
 }
 
 absl::Status PriceResults::Finish() {

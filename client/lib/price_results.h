@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "client/lib/npy.h"
+#include "client/lib/reply_decoding.h"
 #include "client/lib/statistics_list.h"
 #include "pricer/v1/pricer.pb.h"
 
@@ -46,7 +47,7 @@ class PriceResults {
   // Takes one reply, from any of the calls (thread-safe); a non-OK status (a
   // file that cannot be written, a reply that contradicts the plan) should
   // cancel the call.
-  grpc::Status OnReply(const v1::PriceReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
+  grpc::Status OnReply(const ReceivedReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes a reply recorded by an interrupted run (progress_journal.h): its
   // values are in the files already; its statistics and columns count.
   grpc::Status Restore(const v1::PriceReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
@@ -68,9 +69,11 @@ class PriceResults {
   }
   grpc::Status OnAccepted(const v1::JobAccepted& accepted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `restored`: a chunk of Restore, whose values are in the file.
-  grpc::Status OnChunk(const v1::ResultChunk& chunk, bool restored)
+  // `values`: the chunk's; null for a chunk of Restore, whose values are in the file.
+  grpc::Status OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk, const ValueBytes& values)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnFinished(const v1::JobFinished& part) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ResultFiles files_;

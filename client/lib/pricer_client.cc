@@ -56,8 +56,8 @@ class PricerClient::PartRun {
   grpc::Status CallForMissing(bool* ours);
   // One call for columns `asked` (unset: the request as it is).
   grpc::Status Call(const std::optional<ColumnRange>& asked, bool with_prices, bool* ours);
-  grpc::Status Take(const v1::PriceReply& reply, const std::optional<ColumnRange>& asked);
-  grpc::Status TakePrices(const v1::PriceReply& reply);
+  grpc::Status Take(const ReceivedReply& reply, const std::optional<ColumnRange>& asked);
+  grpc::Status TakePrices(const ReceivedReply& reply);
 
   bool PricesMissing() const {
     return terminal_prices_ && (issuers_ == 0 || !prices_.Covers(0, issuers_));
@@ -145,14 +145,19 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
   request_.mutable_output()->set_terminal_prices(with_prices);
   grpc::ClientContext context;
   if (grpc::Status s = client_.Start(context); !s.ok()) return s;
-  std::unique_ptr<grpc::ClientReader<v1::PriceReply>> reader =
-      client_.stub_->Price(&context, request_);
-  v1::PriceReply reply;
-  while (reader->Read(&reply)) {
-    if (grpc::Status s = Take(reply, asked); !s.ok()) {
+  // The stub's Price, reading each reply as the bytes gRPC received.
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          client_.channel_.get(), *client_.raw_price_, &context, request_));
+  grpc::ByteBuffer buffer;
+  while (reader->Read(&buffer)) {
+    ReceivedReply reply;
+    grpc::Status s = Contradiction("a reply that is not a PriceReply");
+    if (DecodeReply(buffer, &reply).ok()) s = Take(reply, asked);
+    if (!s.ok()) {
       *ours = true;
       context.TryCancel();
-      while (reader->Read(&reply)) {
+      while (reader->Read(&buffer)) {
       }
       reader->Finish().IgnoreError();
       return s;
@@ -179,16 +184,17 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
   return status;
 }
 
-grpc::Status PricerClient::PartRun::Take(const v1::PriceReply& reply,
+grpc::Status PricerClient::PartRun::Take(const ReceivedReply& received,
                                          const std::optional<ColumnRange>& asked) {
+  const v1::PriceReply& reply = received.message;
   if (reply.has_accepted()) {
     const v1::JobAccepted& accepted = reply.accepted();
     if (!range_.has_value()) range_.emplace(accepted.column_begin(), accepted.column_end());
     if (issuers_ == 0) issuers_ = accepted.issuers();
-    return on_reply_(reply);
+    return on_reply_(received);
   }
-  if (reply.has_prices()) return TakePrices(reply);
-  if (!reply.has_chunk()) return on_reply_(reply);  // finished
+  if (reply.has_prices()) return TakePrices(received);
+  if (!reply.has_chunk()) return on_reply_(received);  // finished
   const int64_t begin = reply.chunk().column_begin(), end = reply.chunk().column_end();
   const std::optional<ColumnRange> want = asked.has_value() ? asked : range_;
   if (!want.has_value() || begin < want->first || end > want->second || begin >= end) {
@@ -199,35 +205,34 @@ grpc::Status PricerClient::PartRun::Take(const v1::PriceReply& reply,
   if (columns_.Overlaps(begin, end)) {
     return Contradiction(absl::StrCat("columns of [", begin, ", ", end, ") twice"));
   }
-  grpc::Status s = on_reply_(reply);
+  grpc::Status s = on_reply_(received);
   if (s.ok()) columns_.Add(begin, end);
   return s;
 }
 
 // Hands on the issuers of a terminal-prices chunk that have not arrived yet:
 // a retry that asks for the prices again gets all of them.
-grpc::Status PricerClient::PartRun::TakePrices(const v1::PriceReply& reply) {
-  const v1::TerminalPricesChunk& chunk = reply.prices();
+grpc::Status PricerClient::PartRun::TakePrices(const ReceivedReply& received) {
+  const v1::TerminalPricesChunk& chunk = received.message.prices();
   const int64_t begin = chunk.issuer_begin(), end = chunk.issuer_end();
   const int64_t column_bytes = chunk.rows() * 4;
   if (issuers_ == 0 || begin < 0 || begin >= end || end > issuers_ ||
-      static_cast<int64_t>(chunk.values().size()) != column_bytes * (end - begin)) {
+      received.values.size() != column_bytes * (end - begin)) {
     return Contradiction(absl::StrCat("a terminal-prices chunk of issuers [", begin, ", ", end,
                                       ") that does not fit"));
   }
   for (const auto& [first, last] : prices_.Missing(begin, end)) {
     grpc::Status s;
     if (first == begin && last == end) {
-      s = on_reply_(reply);
+      s = on_reply_(received);
     } else {
-      v1::PriceReply part;
-      v1::TerminalPricesChunk* trimmed = part.mutable_prices();
+      ReceivedReply part;
+      v1::TerminalPricesChunk* trimmed = part.message.mutable_prices();
       trimmed->set_issuer_begin(first);
       trimmed->set_issuer_end(last);
       trimmed->set_rows(chunk.rows());
-      trimmed->set_values(
-          chunk.values().substr(static_cast<size_t>((first - begin) * column_bytes),
-                                static_cast<size_t>((last - first) * column_bytes)));
+      part.values = received.values.Range((first - begin) * column_bytes,
+                                          (last - first) * column_bytes);
       s = on_reply_(part);
     }
     if (!s.ok()) return s;
@@ -245,6 +250,10 @@ PricerClient::PricerClient(const std::string& target, const ConnectionOptions& o
   }
   channel_ = *std::move(channel);
   stub_ = v1::Pricer::NewStub(channel_);
+  static const std::string* const price_method =
+      new std::string(absl::StrCat("/", v1::Pricer::service_full_name(), "/Price"));
+  raw_price_ = std::make_unique<grpc::internal::RpcMethod>(
+      price_method->c_str(), grpc::internal::RpcMethod::SERVER_STREAMING, channel_);
   health_ = grpc::health::v1::Health::NewStub(channel_);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <grpcpp/channel.h>
+#include <grpcpp/impl/rpc_method.h>
 
 #include <cstdint>
 #include <functional>
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "client/lib/column_ranges.h"
 #include "client/lib/connection.h"
+#include "client/lib/reply_decoding.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "pricer/v1/pricer.grpc.pb.h"
 
@@ -31,7 +33,9 @@ struct ReceivedResults {
 // the Python client); round robin sends it to a server that is still up.
 class PricerClient {
  public:
-  using OnReply = std::function<grpc::Status(const v1::PriceReply&)>;
+  // A reply's values (SC or terminal prices) are in ReceivedReply::values, as
+  // gRPC received them: they are not copied out of its buffers.
+  using OnReply = std::function<grpc::Status(const ReceivedReply&)>;
 
   // `target` is a gRPC target such as "localhost:50051", or several servers:
   // "ipv4:127.0.0.1:50051,127.0.0.1:50052" (calls go round robin); `options`
@@ -85,6 +89,8 @@ class PricerClient {
   std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pricer::Stub> stub_;
+  // Price, called with the replies read as raw bytes (reply_decoding.h).
+  std::unique_ptr<grpc::internal::RpcMethod> raw_price_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 

@@ -1,9 +1,11 @@
 #include "client/lib/npy.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +59,55 @@ TEST(NpyColumnWriter, ColumnsWrittenOutOfOrderReadBackInPlace) {
       EXPECT_EQ(matrix->values[j * rows + i], 10.0f * j + i) << i << "," << j;
     }
   }
+  std::filesystem::remove(path);
+}
+
+// Chunks of 1-7 columns of 1,001 rows (4,004 bytes each) start and end
+// anywhere in a 4 KiB block: their whole blocks go direct where the file
+// system allows it, the ends through the cache, and the file must hold every
+// value whatever order they come in and however their pieces are cut.
+TEST(NpyColumnWriter, ChunksCutAnywhereInPiecesReadBackInPlace) {
+  const std::string path = TempPath("pieces.npy");
+  const int64_t rows = 1001, columns = 60;
+  std::vector<float> all(static_cast<size_t>(rows * columns));
+  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<float>(k) * 0.5f;
+  std::mt19937 random(17);
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // first column, count
+  for (int64_t first = 0; first < columns;) {
+    const int64_t count = std::min<int64_t>(columns - first, 1 + random() % 7);
+    chunks.emplace_back(first, count);
+    first += count;
+  }
+  std::shuffle(chunks.begin(), chunks.end(), random);
+  auto writer = NpyColumnWriter::Create(path, rows, columns);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (const auto& [first, count] : chunks) {
+    const char* bytes = reinterpret_cast<const char*>(all.data() + first * rows);
+    const auto size = static_cast<size_t>(count * rows * 4);
+    BytePieces pieces;
+    for (size_t at = 0; at < size;) {
+      const size_t n = std::min<size_t>(size - at, 1 + random() % 5000);
+      pieces.emplace_back(bytes + at, n);
+      at += n;
+    }
+    ASSERT_TRUE(writer->WriteColumns(first, count, pieces).ok()) << first;
+  }
+  ASSERT_TRUE(writer->Close().ok());
+  auto matrix = ReadNpyMatrix(path);
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  EXPECT_EQ(matrix->values, all);
+  std::filesystem::remove(path);
+}
+
+TEST(NpyColumnWriter, RefusesPiecesOfTheWrongSize) {
+  const std::string path = TempPath("short.npy");
+  auto writer = NpyColumnWriter::Create(path, 2, 2);
+  ASSERT_TRUE(writer.ok());
+  const float values[3] = {1, 2, 3};
+  const absl::Status s = writer->WriteColumns(
+      0, 1, {std::string_view(reinterpret_cast<const char*>(values), sizeof(values))});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("12 bytes for 1 columns of 2 rows"), absl::string_view::npos) << s;
   std::filesystem::remove(path);
 }
 

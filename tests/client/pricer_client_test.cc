@@ -164,7 +164,7 @@ class PricerClientTest : public ::testing::Test {
     request.set_column_end(columns);
     return request;
   }
-  static grpc::Status Ignore(const v1::PriceReply&) { return grpc::Status::OK; }
+  static grpc::Status Ignore(const ReceivedReply&) { return grpc::Status::OK; }
 
   Calls calls_;
   std::unique_ptr<RecordingPricer> pricer_;

@@ -103,6 +103,26 @@ def journals(pb):
             "not-a-journal": b"hello\n"}
 
 
+def price_replies(pb):
+    # The first byte says where the rest is cut into slices (price_reply_fuzzer.cc).
+    chunk = pb.PriceReply(chunk=pb.ResultChunk(column_begin=4, column_end=6, rows=2,
+                                               values=floats([1, 2, 3, 4]),
+                                               statistics=pb.ColumnStatistics(v0=[1, 2])))
+    prices = pb.PriceReply(prices=pb.TerminalPricesChunk(issuer_begin=0, issuer_end=1, rows=2,
+                                                         values=floats([5, 6])))
+    accepted = pb.PriceReply(accepted=pb.JobAccepted(job_id="j1", issuers=2, paths=2,
+                                                     column_begin=0, column_end=8))
+    values_first = (pb.PriceReply(chunk=pb.ResultChunk(values=floats([7, 8]))).SerializeToString()
+                    + pb.PriceReply(chunk=pb.ResultChunk(column_end=1, rows=2)).SerializeToString())
+    return {"chunk": b"\x55" + chunk.SerializeToString(),
+            "prices": b"\xff" + prices.SerializeToString(),
+            "accepted": b"\x00" + accepted.SerializeToString(),
+            "values-first": b"\x0f" + values_first,
+            "chunk-then-finished": b"\x01" + chunk.SerializeToString()
+            + pb.PriceReply(finished=pb.JobFinished(flops=8)).SerializeToString(),
+            "garbage": b"\x03\x12\xff\xff"}
+
+
 def main():
     pb = load_protos()
     f4 = floats([1, 2, 3, 4, 5, 6])
@@ -132,6 +152,7 @@ def main():
             "nan": b"nan,inf\n-inf,1e400\n",
         },
         "fuzz_progress_journal": journals(pb),
+        "fuzz_price_reply": price_replies(pb),
         "fuzz_upload_assembler": {},
     }
     chunk = lambda **kw: pb.ScenarioChunk(**kw).SerializeToString()
