@@ -149,16 +149,6 @@ absl::Status NotAReply(int64_t position) {
 
 }  // namespace
 
-ValueBytes::ValueBytes(std::string text) {
-  auto slices = std::make_shared<std::vector<grpc::Slice>>();
-  slices->emplace_back(text);
-  size_ = static_cast<int64_t>(text.size());
-  if (size_ > 0) {
-    pieces_.emplace_back(reinterpret_cast<const char*>(slices->front().begin()), text.size());
-  }
-  slices_ = std::move(slices);
-}
-
 ValueBytes ValueBytes::Range(int64_t offset, int64_t length) const {
   ValueBytes range;
   range.slices_ = slices_;

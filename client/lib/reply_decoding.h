@@ -27,8 +27,6 @@ namespace pricer {
 class ValueBytes {
  public:
   ValueBytes() = default;
-  // The bytes of `text`, copied once (tests, and replies built by hand).
-  explicit ValueBytes(std::string text);
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
