@@ -10,7 +10,10 @@
 #         network namespaces from the main build and test the deployment, not
 #         our binaries' memory; and the soak and process-fault tests, which
 #         bound the server's RSS under glibc's allocator (ASan's keeps freed
-#         memory in quarantine) and run under scripts/reliability.sh.
+#         memory in quarantine) and run under scripts/reliability.sh; and
+#         the pip package test (client_python_package_test), which installs
+#         the pure-Python client into venvs and runs no binary of ours but
+#         the ones it compares against.
 #   tsan: ${TSAN_BUILD_DIR:-build-tsan}, -O1 -g with ThreadSanitizer; only the
 #         C++ tests of the scheduler, the service and the cpu backend are built
 #         and run (the threaded code), OpenMP teams of one thread.
@@ -68,7 +71,7 @@ asan_build() {
   configure "$asan_dir" "$asan_flags" "$asan_flags" || return
   cmake --build "$asan_dir" -j "$jobs"
 }
-asan_exclude='^(deploy_|reliability_soak_test$|reliability_process_faults_test$)'
+asan_exclude='^(deploy_|reliability_soak_test$|reliability_process_faults_test$|client_python_package_test$)'
 asan_run() {
   ctest --test-dir "$asan_dir" --output-on-failure --timeout 1800 -j "$jobs" \
     -E "$asan_exclude"

@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev liblapacke-dev libssl-dev libspdlog-dev libcli11-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-grpcio python3-grpc-tools python3-protobuf
+  python3-setuptools python3-wheel
   python3-matplotlib time
   prometheus-cpp-dev prometheus openssl
   python3-yaml python3-venv buildah debootstrap iproute2

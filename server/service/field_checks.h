@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
@@ -22,8 +23,18 @@ std::string Show(T value) {
   return absl::StrCat(value);
 }
 
+// The payload of an INVALID_ARGUMENT that names the request field it is
+// about (e.g. "market.explicit.volatility[1]"); the service sends it to the
+// caller as the trailing metadata `pricer-field` (status_mapping.h).
+inline constexpr absl::string_view kFieldPayload = "pricer.v1/field";
+
+// "`field` is `value`: `rule`", naming the field in the payload too. A field
+// such as "scenarios.matrix.values size" names scenarios.matrix.values.
 inline absl::Status Invalid(absl::string_view field, auto value, absl::string_view rule) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " is ", Show(value), ": ", rule));
+  absl::Status status =
+      absl::InvalidArgumentError(absl::StrCat(field, " is ", Show(value), ": ", rule));
+  status.SetPayload(kFieldPayload, absl::Cord(field.substr(0, field.find(' '))));
+  return status;
 }
 
 inline absl::Status CheckFinite(absl::string_view field, double value) {

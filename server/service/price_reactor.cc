@@ -152,6 +152,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       spdlog::info("refused a price request from {}: {}", call_.peer,
                    std::string(status.message()));
     }
+    AddFieldTrailer(status, context_);
     Finish(ToGrpcStatus(status));
   }
 

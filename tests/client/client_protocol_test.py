@@ -16,7 +16,7 @@ from concurrent import futures
 
 import grpc
 
-from pricer.v1 import client_protocol_pb2, pricer_pb2, pricer_pb2_grpc
+from pricer_client._proto import client_protocol_pb2, pricer_pb2, pricer_pb2_grpc
 import pricer_client
 from pricer_client import Client, PricerError
 from pricer_client import client as client_module
@@ -127,7 +127,7 @@ class ClientProtocolTest(unittest.TestCase):
                     self.pricer_service.fail_next(1, code)
                     retried = code in protocol_codes()
                     try:
-                        client.price(issuers=1, paths=1, scenarios=10, statistics=None)
+                        client.price(issuers=1, paths=1, scenarios=10, statistics=None, full=True)
                         self.assertTrue(retried, "a call that should fail succeeded")
                     except PricerError as error:
                         self.assertFalse(retried, error)
@@ -137,14 +137,14 @@ class ClientProtocolTest(unittest.TestCase):
     def test_python_gives_up_after_the_retries_of_the_protocol(self):
         self.pricer_service.fail_next(1000, grpc.StatusCode.UNAVAILABLE)
         with Client(self.target) as client, self.assertRaises(PricerError) as error:
-            client.price(issuers=1, paths=1, scenarios=10, statistics=None)
+            client.price(issuers=1, paths=1, scenarios=10, statistics=None, full=True)
         self.assertEqual(error.exception.code, grpc.StatusCode.UNAVAILABLE)
         self.assert_waited_the_backoffs()
 
     def test_python_draws_are_the_seed_presets(self):
         self.pricer_service.fail_next(0, None)
         with Client(self.target) as client:
-            client.price(issuers=3, paths=2, scenarios=4, statistics=None)
+            client.price(issuers=3, paths=2, scenarios=4, statistics=None, full=True)
         request = self.pricer_service.requests[0]
         market, scenarios = request.market.generated, request.scenarios.generated
         self.assertEqual((market.spot_min, market.spot_max), (SEED.spot_min, SEED.spot_max))

@@ -19,10 +19,12 @@ import grpc
 import numpy as np
 from grpc_tools import protoc
 
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 from pricer_client import Client, PricerError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from aio_blocking import BlockingAioClient  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "service"))
 from tls_material import make_certificates, read_bytes  # noqa: E402  (the same certificates)
 
@@ -160,58 +162,74 @@ class ConnectionTest(unittest.TestCase):
         return ["--tls-ca", c["ca.pem"], "--tls-cert", c["client.pem"], "--tls-key",
                 c["client.key"], "--tls-server-name", server_name]
 
-    # The Python client.
+    # The Python clients: the blocking one and pricer_client.aio.
+
+    def each_client(self):
+        """Client, then the asyncio client behind a blocking facade, each a
+        subtest on servers that have recorded no call yet."""
+        for make in (Client, BlockingAioClient):
+            with self.subTest(client=make.__name__):
+                self.setUp()
+                yield make
 
     def test_python_token_goes_with_every_call(self):
-        self.plain.price_failures = 1  # the first Price call breaks and is retried
-        with Client(self.plain.target, token=TOKEN) as client:
-            client.devices()
-            self.assertEqual(client.upload(np.ones((2, 3)), chunk_bytes=8), "recorded")
-            client.price(issuers=1, paths=1, scenarios=10, statistics=None)
-            client.price(issuers=1, paths=1, scenarios=12, statistics=None, split=3)
-        bearer = "Bearer " + TOKEN
-        # 1 + at least 3 ListDevices: the split connects to every server before
-        # its parts (one call per part at least, more until no new server has
-        # answered for 50 ms).
-        calls = self.plain.authorization("ListDevices")
-        self.assertGreaterEqual(len(calls), 4)
-        self.assertEqual(calls, [bearer] * len(calls))
-        self.assertEqual(self.plain.authorization("UploadScenarios"), [bearer])
-        self.assertEqual(self.plain.authorization("Price"), [bearer] * (2 + 3))
+        for make in self.each_client():
+            self.plain.price_failures = 1  # the first Price call breaks and is retried
+            with make(self.plain.target, token=TOKEN) as client:
+                client.devices()
+                self.assertEqual(client.upload(np.ones((2, 3)), chunk_bytes=8), "recorded")
+                client.price(issuers=1, paths=1, scenarios=10, statistics=None, full=True)
+                client.price(issuers=1, paths=1, scenarios=12, statistics=None, full=True,
+                             split=3)
+            bearer = "Bearer " + TOKEN
+            # 1 + at least 3 ListDevices: the split connects to every server
+            # before its parts (one call per part at least, more until no new
+            # server has answered for 50 ms).
+            calls = self.plain.authorization("ListDevices")
+            self.assertGreaterEqual(len(calls), 4)
+            self.assertEqual(calls, [bearer] * len(calls))
+            self.assertEqual(self.plain.authorization("UploadScenarios"), [bearer])
+            self.assertEqual(self.plain.authorization("Price"), [bearer] * (2 + 3))
 
     def test_python_without_token_sends_no_authorization(self):
-        with Client(self.plain.target) as client:
-            client.devices()
-        self.assertEqual(self.plain.authorization("ListDevices"), [None])
+        for make in self.each_client():
+            with make(self.plain.target) as client:
+                client.devices()
+            self.assertEqual(self.plain.authorization("ListDevices"), [None])
 
     def test_python_pem_errors_name_the_parameter_and_path(self):
         missing = self.path("missing.pem")
-        with self.assertRaisesRegex(FileNotFoundError, f"tls_ca: cannot read {re.escape(missing)}"):
-            Client(self.plain.target, tls_ca=missing)
-        with self.assertRaisesRegex(ValueError, "tls_cert: .* is not PEM"):
-            Client(self.plain.target, tls_cert=self.path("not.pem", "secret"),
-                   tls_key=b"-----BEGIN PRIVATE KEY-----")
-        with self.assertRaisesRegex(ValueError, "tls_cert and tls_key go together"):
-            Client(self.plain.target, tls_cert=b"-----BEGIN CERTIFICATE-----")
+        for make in self.each_client():
+            with self.assertRaisesRegex(FileNotFoundError,
+                                        f"tls_ca: cannot read {re.escape(missing)}"):
+                make(self.plain.target, tls_ca=missing)
+            with self.assertRaisesRegex(ValueError, "tls_cert: .* is not PEM"):
+                make(self.plain.target, tls_cert=self.path("not.pem", "secret"),
+                     tls_key=b"-----BEGIN PRIVATE KEY-----")
+            with self.assertRaisesRegex(ValueError, "tls_cert and tls_key go together"):
+                make(self.plain.target, tls_cert=b"-----BEGIN CERTIFICATE-----")
 
     def test_python_mutual_tls_with_paths_and_bytes(self):
         c = self.certificates
-        with Client(self.tls.target, token=TOKEN, tls_ca=c["ca.pem"], tls_cert=c["client.pem"],
-                    tls_key=read_bytes(c["client.key"]), tls_server_name=SERVER_NAME) as client:
-            self.assertEqual(client.devices().server_version, "9.8.7 (test)")
-        self.assertEqual(self.tls.authorization("ListDevices"), ["Bearer " + TOKEN])
-        refused = {
-            "no client certificate": {"tls_ca": c["ca.pem"]},
-            "another server name": {"tls_ca": c["ca.pem"], "tls_cert": c["client.pem"],
-                                    "tls_key": c["client.key"], "tls_server_name": "other.test"},
-            "the system roots": {"tls_cert": c["client.pem"], "tls_key": c["client.key"]},
-        }
-        for case, arguments in refused.items():
-            with self.subTest(case=case), Client(self.tls.target, **arguments) as client:
-                with self.assertRaises(PricerError) as error:
-                    client.devices()
-                self.assertEqual(error.exception.code, grpc.StatusCode.UNAVAILABLE)
-        self.assertEqual(len(self.tls.calls), 1)
+        for make in self.each_client():
+            with make(self.tls.target, token=TOKEN, tls_ca=c["ca.pem"],
+                      tls_cert=c["client.pem"], tls_key=read_bytes(c["client.key"]),
+                      tls_server_name=SERVER_NAME) as client:
+                self.assertEqual(client.devices().server_version, "9.8.7 (test)")
+            self.assertEqual(self.tls.authorization("ListDevices"), ["Bearer " + TOKEN])
+            refused = {
+                "no client certificate": {"tls_ca": c["ca.pem"]},
+                "another server name": {"tls_ca": c["ca.pem"], "tls_cert": c["client.pem"],
+                                        "tls_key": c["client.key"],
+                                        "tls_server_name": "other.test"},
+                "the system roots": {"tls_cert": c["client.pem"], "tls_key": c["client.key"]},
+            }
+            for case, arguments in refused.items():
+                with self.subTest(case=case), make(self.tls.target, **arguments) as client:
+                    with self.assertRaises(PricerError) as error:
+                        client.devices()
+                    self.assertEqual(error.exception.code, grpc.StatusCode.UNAVAILABLE)
+            self.assertEqual(len(self.tls.calls), 1)
 
     # The CLI.
 

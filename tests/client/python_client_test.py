@@ -20,10 +20,9 @@ from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402
+from aio_blocking import BlockingAioClient  # noqa: E402
 
 ARGS = None
-EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "client",
-                       "python", "examples", "price_seed.py")
 
 
 class PythonClientTest(unittest.TestCase):
@@ -106,34 +105,116 @@ class PythonClientTest(unittest.TestCase):
         for name in ("v0", "mean", "var_0.99"):
             np.testing.assert_array_equal(by_id.statistics[name], inline.statistics[name])
 
-    def test_devices_and_errors(self):
+    def test_devices_and_precisions(self):
         devices = self.client.devices()
         self.assertEqual([d.name for d in devices.devices], ["cpu0"])
         self.assertEqual(devices.devices[0].memory_budget_bytes, 1 << 30)
-        with self.assertRaises(PricerError) as refused:
-            self.client.price(issuers=3, paths=0, scenarios=5)
-        self.assertEqual(refused.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
-        self.assertIn("paths is 0", refused.exception.message)
-        with self.assertRaises(PricerError) as unknown:
-            self.client.price(issuers=3, paths=10, scenario_set="f" * 64)
-        self.assertEqual(unknown.exception.code, grpc.StatusCode.NOT_FOUND)
-        with self.assertRaises(ValueError):
-            self.client.price(issuers=3, paths=10, scenarios=5, statistics=["median"])
-        with self.assertRaises(ValueError):
-            self.client.price(issuers=3, paths=10, scenarios=5, precision="fp16")
         # A cpu server accepts tensor-core precisions and computes in fp32.
         fp32 = self.client.price(issuers=3, paths=10, scenarios=5)
         tf32 = self.client.price(issuers=3, paths=10, scenarios=5, precision="tf32")
         np.testing.assert_array_equal(fp32.statistics["mean"], tf32.statistics["mean"])
 
-    def test_example_script_runs(self):
-        env = dict(os.environ)
-        proc = subprocess.run([sys.executable, EXAMPLE, "--target", self.server.target,
-                               "--scenarios", "500", "--paths", "1000"],
-                              capture_output=True, text=True, timeout=300, env=env)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertRegex(proc.stdout, r"average 99% VaR [0-9.]+")
-        self.assertRegex(proc.stdout, r"SC of column \d+: 1000 paths")
+
+class ArgumentsAndErrorsTest(unittest.TestCase):
+    """What a caller gets wrong, in both clients: arguments refused before any
+    call (the target is a port nobody listens on, so a call would end
+    UNAVAILABLE instead), and the server's refusals with the field they name."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(ARGS.pricerd)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    BAD = [  # (arguments, exception, what the message must name)
+        (dict(spot=[1, 2], paths=10, scenarios=3), ValueError, "volatility is missing"),
+        (dict(volatility=[0.1], paths=10, scenarios=3), ValueError, "spot is missing"),
+        (dict(spot=[1, 2], volatility=[0.1], paths=10, scenarios=3), ValueError,
+         "spot has 2 values, volatility 1"),
+        (dict(spot=[1, float("nan")], volatility=[0.1, 0.2], paths=10, scenarios=3),
+         ValueError, r"spot\[1\] is nan"),
+        (dict(issuers=3, paths=0, scenarios=5), ValueError, "paths is 0"),
+        (dict(issuers=3, paths=2.5, scenarios=5), TypeError, "paths must be an integer"),
+        (dict(issuers=3, paths=10, scenarios=5, maturity=0), ValueError, "maturity is 0"),
+        (dict(issuers=3, paths=10, scenarios=5, seed=-1), ValueError, "seed is -1"),
+        (dict(issuers=3, paths=10, scenarios=np.ones((2, 4))), ValueError,
+         r"scenarios has shape \(2, 4\): must be \(3, M\)"),
+        (dict(issuers=3, paths=10), ValueError, "no scenarios"),
+        (dict(paths=10, scenarios=5), ValueError, "no market"),
+        (dict(issuers=3, paths=10, scenarios=5, correlation=np.eye(2)), ValueError,
+         "correlation has shape"),
+        (dict(issuers=3, paths=10, scenarios=5, column_begin=4, column_end=2), ValueError,
+         "column_end is 2"),
+        (dict(issuers=3, paths=10, scenarios=5, statistics=["median"]), ValueError,
+         "'median' is not one of"),
+        (dict(issuers=3, paths=10, scenarios=5, statistics="mean"), TypeError,
+         "statistics must be a list"),
+        (dict(issuers=3, paths=10, scenarios=5, statistics=["var:1"]), ValueError,
+         "'var:1': the level must be in \\(0, 1\\)"),
+        (dict(issuers=3, paths=10, scenarios=5, statistics=["var:.99", "var:0.990"]),
+         ValueError, r"'var:.99' and 'var:0.990' are the same item \(var_0.99\)"),
+        (dict(issuers=3, paths=10, scenarios=5, statistics=None), ValueError,
+         "nothing to return"),
+        (dict(issuers=3, paths=10, scenarios=5, full=np.zeros((10, 4), np.float32)),
+         ValueError, r"full is a float32 array of shape \(10, 4\)"),
+        (dict(issuers=3, paths=10, scenarios=5, precision="fp16"), ValueError, "precision"),
+        (dict(issuers=3, paths=10, scenarios=5, priority=101), ValueError, "priority is 101"),
+        (dict(issuers=3, paths=10, scenarios=5, split=0), ValueError, "split is 0"),
+        (dict(issuers=3, paths=10, scenarios=5, timeout=-1), ValueError, "timeout is -1"),
+        (dict(issuers=3, paths=10, scenarios=5, progress=3), TypeError, "progress must be"),
+        (dict(issuers=3, paths=10, scenarios=5, sceanrios=5), TypeError, "sceanrios"),
+    ]
+
+    def test_bad_arguments_are_refused_before_any_call(self):
+        for make in (Client, BlockingAioClient):
+            with make("127.0.0.1:1") as client:
+                for arguments, error, message in self.BAD:
+                    with self.subTest(client=make.__name__, arguments=arguments):
+                        with self.assertRaisesRegex(error, message):
+                            client.price(**arguments)
+                with self.assertRaisesRegex(ValueError, r"matrix has shape \(3,\)"):
+                    client.upload(np.ones(3))
+
+    def test_server_refusals_name_the_field(self):
+        refused = [  # (arguments, code, field)
+            (dict(spot=[5, 6], volatility=[0.2, -1], paths=10, scenarios=3),
+             grpc.StatusCode.INVALID_ARGUMENT, "market.explicit.volatility[1]"),
+            (dict(issuers=3, paths=10, scenarios=3, rate=2.0),
+             grpc.StatusCode.INVALID_ARGUMENT, "rate"),
+            (dict(issuers=3, paths=2_000_000, scenarios=3),
+             grpc.StatusCode.INVALID_ARGUMENT, "paths"),
+            (dict(issuers=3, paths=10, scenario_set="f" * 64), grpc.StatusCode.NOT_FOUND, None),
+        ]
+        for make in (Client, BlockingAioClient):
+            with make(self.server.target) as client:
+                for arguments, code, field in refused:
+                    with self.subTest(client=make.__name__, arguments=arguments):
+                        with self.assertRaises(PricerError) as error:
+                            client.price(**arguments)
+                        self.assertEqual(error.exception.code, code)
+                        self.assertEqual(error.exception.field, field)
+                        if field is not None:
+                            self.assertTrue(error.exception.message.startswith(field + " is "),
+                                            error.exception.message)
+
+    def test_progress_and_the_documented_example(self):
+        """The module docstring's example, at a smaller scale: statistics by
+        name, and progress reported up to every column."""
+        import pricer_client
+        example = pricer_client.__doc__.split("\n\n")[1]
+        self.assertIn('result.statistics["var_0.99"]', example)
+        for make in (Client, BlockingAioClient):
+            seen = []
+            with make(self.server.target) as client:
+                result = client.price(issuers=50, paths=2000, scenarios=3000, seed=42, rate=0.02,
+                                      maturity=1.0, statistics=["mean", "var:0.99"],
+                                      progress=lambda done, total: seen.append((done, total)))
+            self.assertEqual(result.statistics["var_0.99"].shape, (3000,))
+            self.assertFalse(np.isnan(result.statistics["var_0.99"]).any())
+            self.assertEqual(seen[-1], (3000, 3000))
+            self.assertEqual([done for done, _ in seen], sorted({done for done, _ in seen}))
 
 
 def devices(server):

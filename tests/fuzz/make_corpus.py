@@ -6,12 +6,9 @@ files are committed, so scripts/fuzz.sh needs no Python."""
 import hashlib
 import pathlib
 import struct
-import subprocess
 import sys
-import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
-PROTO = HERE.parent.parent / "proto"
 # The fingerprint progress_journal_fuzzer.cc resumes with.
 FINGERPRINT = "0123456789abcdef" * 4
 # The set price_request_fuzzer.cc stores: 2 x 3, column-major.
@@ -19,12 +16,9 @@ STORED = (2, 3, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
 
 
 def load_protos():
-    out = tempfile.mkdtemp()
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"--proto_path={PROTO}",
-                    f"--python_out={out}", "pricer/v1/pricer.proto", "pricer/v1/devices.proto"],
-                   check=True)
-    sys.path.insert(0, out)
-    from pricer.v1 import pricer_pb2
+    # The Python client's generated modules (scripts/python-protos.sh).
+    sys.path.insert(0, str(HERE.parent.parent / "client" / "python"))
+    from pricer_client._proto import pricer_pb2
     return pricer_pb2
 
 

@@ -3,7 +3,7 @@ process killed mid-stream, a reader that stops reading, 1,000 calls
 cancelled at random points, and five slow readers of large full-output
 streams. Each test prints its figures and asserts its bound.
 
-    PYTHONPATH=client/python:build-move/client/python python3 \\
+    PYTHONPATH=client/python python3 \\
         tests/reliability/process_faults_test.py --pricerd build-move/server/pricerd \\
         --pricer build-move/client/pricer"""
 
@@ -22,7 +22,7 @@ import grpc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_clients as soak  # noqa: E402  (puts tests/service on sys.path)
 import pricerd_process  # noqa: E402
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc  # noqa: E402
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc  # noqa: E402
 from pricer_calls import OK, CallReader, price_request  # noqa: E402
 from pricer_client import Client  # noqa: E402
 
@@ -33,7 +33,7 @@ CANCELLED = grpc.StatusCode.CANCELLED
 # output, says "streaming" once three chunks have arrived and reads on.
 STREAMING_CLIENT = r"""
 import sys, grpc
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 request = pricer_pb2.PriceRequest.FromString(sys.stdin.buffer.read())
 stub = pricer_pb2_grpc.PricerStub(grpc.insecure_channel(sys.argv[1]))
 chunks = 0

@@ -23,7 +23,7 @@ for folder in ("service", "client"):
     sys.path.insert(0, os.path.join(HERE, "..", folder))
 
 from cli_numpy_test import quantile  # noqa: E402  (pricer.proto's quantile rule)
-from pricer.v1 import pricer_pb2  # noqa: E402
+from pricer_client._proto import pricer_pb2  # noqa: E402
 from pricer_calls import OK  # noqa: E402
 from pricer_client import Client  # noqa: E402
 from pricer_client._requests import column_span, price_request  # noqa: E402

@@ -13,7 +13,7 @@ recomputed again. Afterwards no call may have failed, every device must hold
 the soak may be at most 10% above its highest at rest after three short
 warm-up passes of the same mix.
 
-    PYTHONPATH=client/python:build-move/client/python python3 \\
+    PYTHONPATH=client/python python3 \\
         tests/reliability/soak_test.py --pricerd build-move/server/pricerd \\
         --pricer build-move/client/pricer
 
@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_clients as soak  # noqa: E402  (puts tests/service on sys.path)
 import pricerd_process  # noqa: E402
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc  # noqa: E402
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc  # noqa: E402
 from pricer_client import Client  # noqa: E402
 
 CLIENTS = int(os.environ.get("SOAK_CLIENTS", "64"))

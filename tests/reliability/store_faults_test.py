@@ -5,7 +5,7 @@ stored set's file damaged on disk. A set is checked by pricing a job by its
 id and comparing it bit for bit with the same job sent with the matrix
 inline.
 
-    PYTHONPATH=client/python:build-move/client/python python3 \\
+    PYTHONPATH=client/python python3 \\
         tests/reliability/store_faults_test.py --pricerd build-move/server/pricerd \\
         --pricer build-move/client/pricer"""
 

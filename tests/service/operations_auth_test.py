@@ -9,7 +9,7 @@ import time
 
 import grpc
 
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 import pricer_client
 
 import pricerd_process

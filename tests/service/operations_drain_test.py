@@ -8,7 +8,7 @@ import time
 import grpc
 import numpy as np
 
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 
 import pricerd_process
 from pricer_calls import OK, CallReader, call_status, long_request, price, price_request, \

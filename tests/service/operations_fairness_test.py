@@ -6,7 +6,7 @@ import time
 
 import grpc
 
-from pricer.v1 import pricer_pb2
+from pricer_client._proto import pricer_pb2
 
 import pricerd_process
 from pricer_calls import OK, CallReader, long_request, price, price_request, small_request

@@ -10,7 +10,7 @@ import time
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
 
-from pricer.v1 import pricer_pb2
+from pricer_client._proto import pricer_pb2
 
 import pricerd_process
 from pricer_calls import OK, CallReader, long_request

@@ -12,7 +12,7 @@ import time
 import grpc
 
 import pricerd_process
-from pricer.v1 import pricer_pb2
+from pricer_client._proto import pricer_pb2
 from pricer_calls import CallReader, price, price_request
 from pricerd_process import OperationsTestCase, rss_bytes
 

@@ -2,7 +2,7 @@
 non-zero naming the address, and a second server on a busy port that exits
 while the first serves on."""
 
-from pricer.v1 import pricer_pb2
+from pricer_client._proto import pricer_pb2
 
 import pricerd_process
 from pricer_calls import OK, price, small_request

@@ -7,7 +7,7 @@ import time
 
 import grpc
 
-from pricer.v1 import pricer_pb2
+from pricer_client._proto import pricer_pb2
 
 OK = grpc.StatusCode.OK
 

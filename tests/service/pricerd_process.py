@@ -19,7 +19,7 @@ import unittest
 
 import grpc
 
-from pricer.v1 import pricer_pb2_grpc
+from pricer_client._proto import pricer_pb2_grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))

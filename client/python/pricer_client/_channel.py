@@ -46,10 +46,10 @@ class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInter
     a token must work on a plain-text channel too."""
 
     def __init__(self, token: str):
-        self._authorization = ("authorization", "Bearer " + token)
+        self._authorization = bearer_metadata(token)
 
     def _intercept(self, continuation, details, request):
-        metadata = [*(details.metadata or ()), self._authorization]
+        metadata = [*(details.metadata or ()), *self._authorization]
         return continuation(_CallDetails(details.method, details.timeout, metadata,
                                          details.credentials, details.wait_for_ready,
                                          details.compression), request)
@@ -70,22 +70,44 @@ def channel_options(options: Sequence[Tuple[str, Union[int, str]]] = ()):
             ("grpc.http2.max_pings_without_data", CHANNEL.max_pings_without_data), *options]
 
 
+def bearer_metadata(token: Optional[str]):
+    """The metadata a token adds to every call: none without one."""
+    return (("authorization", "Bearer " + token),) if token else ()
+
+
+def _credentials(tls_ca, tls_cert, tls_key, tls_server_name, options):
+    """The channel credentials, or None for plain text: TLS is on when any
+    tls_ argument is given."""
+    if all(value is None for value in (tls_ca, tls_cert, tls_key, tls_server_name)):
+        return None
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("tls_cert and tls_key go together: a client certificate "
+                         "needs its private key")
+    if tls_server_name is not None:
+        options.append(("grpc.ssl_target_name_override", tls_server_name))
+    return grpc.ssl_channel_credentials(root_certificates=_pem("tls_ca", tls_ca),
+                                        private_key=_pem("tls_key", tls_key),
+                                        certificate_chain=_pem("tls_cert", tls_cert))
+
+
 def open_channel(target, token, tls_ca, tls_cert, tls_key, tls_server_name, options):
     """(the channel, the channel to call through: with the token when there
-    is one). TLS is on when any tls_ argument is given."""
+    is one)."""
     options = channel_options(options)
-    if any(value is not None for value in (tls_ca, tls_cert, tls_key, tls_server_name)):
-        if (tls_cert is None) != (tls_key is None):
-            raise ValueError("tls_cert and tls_key go together: a client certificate "
-                             "needs its private key")
-        credentials = grpc.ssl_channel_credentials(
-            root_certificates=_pem("tls_ca", tls_ca),
-            private_key=_pem("tls_key", tls_key),
-            certificate_chain=_pem("tls_cert", tls_cert))
-        if tls_server_name is not None:
-            options.append(("grpc.ssl_target_name_override", tls_server_name))
+    credentials = _credentials(tls_ca, tls_cert, tls_key, tls_server_name, options)
+    if credentials is not None:
         channel = grpc.secure_channel(target, credentials, options=options)
     else:
         channel = grpc.insecure_channel(target, options=options)
     calls = grpc.intercept_channel(channel, _BearerToken(token)) if token else channel
     return channel, calls
+
+
+def open_aio_channel(target, tls_ca, tls_cert, tls_key, tls_server_name, options):
+    """The grpc.aio channel of the same settings; its calls take the token
+    as bearer_metadata()."""
+    options = channel_options(options)
+    credentials = _credentials(tls_ca, tls_cert, tls_key, tls_server_name, options)
+    if credentials is not None:
+        return grpc.aio.secure_channel(target, credentials, options=options)
+    return grpc.aio.insecure_channel(target, options=options)

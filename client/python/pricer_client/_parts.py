@@ -1,7 +1,9 @@
 """The parts of a price() call and their retries (docs/retry-protocol.md):
 each part calls until every column of its range, and the terminal prices
 when it asks for them, have arrived, asking a broken call's successor only
-for what is still missing."""
+for what is still missing. `Part` holds what has arrived and decides what to
+ask and whether to retry; `run_parts` drives the parts with blocking calls,
+pricer_client.aio with asyncio ones."""
 
 import concurrent.futures
 import logging
@@ -9,77 +11,69 @@ import time
 
 import grpc
 
-from pricer.v1 import pricer_pb2
-from pricer_client._errors import PricerError, contradiction
+from pricer_client._errors import PricerError, contradiction, from_rpc_error
+from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import (BACKOFF_MULTIPLIER, FIRST_BACKOFF_SECONDS, MAX_RETRIES,
                                      RETRYABLE_CODES)
+from pricer_client._ranges import Ranges
 
 # The logger the retries are reported to, as documented (client/python/README.md).
 _log = logging.getLogger("pricer_client.client")
 
 
-class Ranges:
-    """A set of column (or issuer) indices kept as merged half-open ranges."""
+def make_parts(request, span, parts, results, deadline):
+    """The `parts` Parts of `request`'s column range `span` (None: one part,
+    the range learned from `accepted`), filling `results` (a Results)."""
 
-    def __init__(self):
-        self._ranges = []  # sorted, disjoint, never adjacent
-        self.count = 0
+    def piece(k):
+        if span is None:
+            return None
+        return (span[0] + (span[1] - span[0]) * k // parts,
+                span[0] + (span[1] - span[0]) * (k + 1) // parts)
 
-    def add(self, begin, end):
-        if begin >= end:
-            return
-        kept = []
-        for first, last in self._ranges:
-            if last < begin or first > end:
-                kept.append((first, last))
-            else:  # overlaps or touches: absorb it
-                begin, end = min(begin, first), max(end, last)
-                self.count -= last - first
-        kept.append((begin, end))
-        self._ranges = sorted(kept)
-        self.count += end - begin
-
-    def missing(self, begin, end):
-        """The ranges of [begin, end) not in the set, in order."""
-        gaps, at = [], begin
-        for first, last in self._ranges:
-            if last <= at or first >= end:
-                continue
-            if first > at:
-                gaps.append((at, first))
-            at = max(at, last)
-        if at < end:
-            gaps.append((at, end))
-        return gaps
-
-    def overlaps(self, begin, end):
-        return any(first < end and begin < last for first, last in self._ranges)
+    # Every part computes the same ST; the first sends it.
+    return [Part(request, piece(k), request.output.terminal_prices and k == 0, results, deadline)
+            for k in range(parts)]
 
 
 def run_parts(stub, request, span, parts, results, deadline):
-    """Prices `request` in `parts` parts of its column range `span` (None:
-    one part, the range learned from `accepted`), concurrently, into
-    `results` (a Results); raises the first failed part's PricerError."""
-
-    def part(k):
-        piece = None if span is None else (span[0] + (span[1] - span[0]) * k // parts,
-                                            span[0] + (span[1] - span[0]) * (k + 1) // parts)
-        # Every part computes the same ST; the first sends it.
-        terminal_prices = request.output.terminal_prices and k == 0
-        Part(stub, request, piece, terminal_prices, results, deadline).run()
-
+    """Prices the parts concurrently, each in a thread; raises the first
+    failed part's PricerError."""
+    work = make_parts(request, span, parts, results, deadline)
     if parts == 1:
-        part(0)
+        _run(stub, work[0])
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=parts) as pool:
-            list(pool.map(part, range(parts)))
+            list(pool.map(lambda part: _run(stub, part), work))
+
+
+def _run(stub, part):
+    while True:
+        before = part.progress()
+        try:
+            for asked, with_prices in part.calls():
+                call = stub.Price(part.request(asked, with_prices), timeout=part.timeout())
+                try:
+                    for reply in call:
+                        part.take(reply, asked)
+                except grpc.RpcError:
+                    raise
+                except BaseException:
+                    call.cancel()  # our own error: stop the job
+                    raise
+                part.check_complete(asked, with_prices)
+            return
+        except grpc.RpcError as error:
+            backoff = part.retry_after(error, before)
+        time.sleep(backoff)
 
 
 class Part:
-    """One column range of a request and what has arrived of it."""
+    """One column range of a request, what has arrived of it and how many
+    retries it has made."""
 
-    def __init__(self, stub, request, span, terminal_prices, results, deadline):
-        self._stub, self._results, self._deadline = stub, results, deadline
+    def __init__(self, request, span, terminal_prices, results, deadline):
+        self._results, self._deadline = results, deadline
         self._request = pricer_pb2.PriceRequest()
         self._request.CopyFrom(request)
         self._span = span  # None: the request's own range, learned from `accepted`
@@ -89,6 +83,11 @@ class Part:
         self._columns_wanted = output.full or output.HasField("statistics") or not terminal_prices
         self._columns, self._prices = Ranges(), Ranges()
         self._issuers = 0
+        self._retries, self._backoff = 0, FIRST_BACKOFF_SECONDS
+
+    def progress(self):
+        """How much has arrived: a retry that changes it is not counted."""
+        return self._columns.count + self._prices.count
 
     def _prices_missing(self):
         return self._terminal_prices and (
@@ -108,65 +107,59 @@ class Part:
         missing = sum(b - a for a, b in self._missing_columns(self._span))
         return f"columns [{self._span[0]}, {self._span[1]}) ({missing} missing)"
 
-    def run(self):
-        retries, backoff = 0, FIRST_BACKOFF_SECONDS
-        while True:
-            before = self._columns.count + self._prices.count
-            try:
-                self._call_for_missing()
-                return
-            except grpc.RpcError as error:
-                code, details = error.code(), error.details()
-            if code not in RETRYABLE_CODES:
-                raise PricerError(code, details)
-            if self._complete():
-                return  # it broke after the last column
-            # A call that brought something new restarts the count: a long
-            # job survives several outages, one that cannot progress stops.
-            if self._columns.count + self._prices.count > before:
-                retries, backoff = 0, FIRST_BACKOFF_SECONDS
-            if retries == MAX_RETRIES:
-                raise PricerError(code, details)
-            retries += 1
-            _log.warning("%s broke with %s: %s; retry %d of %d in %.1f s", self._describe(),
-                         code.name, details, retries, MAX_RETRIES, backoff)
-            time.sleep(backoff)
-            backoff *= BACKOFF_MULTIPLIER
+    def retry_after(self, error, before):
+        """The seconds to wait before calling again for what `error` broke
+        off, `before` the progress() when the calls began; or raises the
+        PricerError that ends the part."""
+        code, details = error.code(), error.details()
+        if code not in RETRYABLE_CODES:
+            raise from_rpc_error(error)
+        if self._complete():
+            return 0  # it broke after the last column: calls() asks for nothing
+        # A call that brought something new restarts the count: a long job
+        # survives several outages, one that cannot progress stops.
+        if self.progress() > before:
+            self._retries, self._backoff = 0, FIRST_BACKOFF_SECONDS
+        if self._retries == MAX_RETRIES:
+            raise from_rpc_error(error)
+        self._retries += 1
+        _log.warning("%s broke with %s: %s; retry %d of %d in %.1f s", self._describe(),
+                     code.name, details, self._retries, MAX_RETRIES, self._backoff)
+        backoff, self._backoff = self._backoff, self._backoff * BACKOFF_MULTIPLIER
+        return backoff
 
-    def _call_for_missing(self):
+    def calls(self):
+        """(column range asked, with terminal prices) of each call that
+        brings what is missing; the range is None for the first call of a
+        request whose range only the server knows."""
         if self._span is None:
-            self._call(None, self._terminal_prices)
-            return
+            return [(None, self._terminal_prices)]
         with_prices = self._prices_missing()
         missing = self._missing_columns(self._span)
         if not missing and with_prices:
             # Only the terminal prices are missing: one column carries them
             # (and its chunk, already here, is dropped).
             missing = [(self._span[0], self._span[0] + 1)]
-        for asked in missing:
-            self._call(asked, with_prices)
-            with_prices = False
+        return [(asked, with_prices and k == 0) for k, asked in enumerate(missing)]
 
-    def _call(self, asked, with_prices):
+    def request(self, asked, with_prices):
         request = self._request
         if asked is not None:
             request.column_begin, request.column_end = asked
         request.output.terminal_prices = with_prices
-        timeout = None
-        if self._deadline is not None:
-            timeout = self._deadline - time.monotonic()
-            if timeout <= 0:
-                raise PricerError(grpc.StatusCode.DEADLINE_EXCEEDED, "the timeout has passed")
-        call = self._stub.Price(request, timeout=timeout)
-        try:
-            for reply in call:
-                self._take(reply, asked)
-        except grpc.RpcError:
-            raise
-        except BaseException:
-            call.cancel()  # our own error: stop the job
-            raise
-        # The call says it is done: everything asked for must be here.
+        return request
+
+    def timeout(self):
+        """The seconds left to the whole price() call, or None."""
+        if self._deadline is None:
+            return None
+        timeout = self._deadline - time.monotonic()
+        if timeout <= 0:
+            raise PricerError(grpc.StatusCode.DEADLINE_EXCEEDED, "the timeout has passed")
+        return timeout
+
+    def check_complete(self, asked, with_prices):
+        """The call says it is done: everything asked for must be here."""
         if self._span is None:
             raise contradiction("a finished call without an accepted reply")
         missing = self._missing_columns(asked or self._span)
@@ -176,7 +169,7 @@ class Part:
         if with_prices and self._prices_missing():
             raise contradiction("a finished call without all the terminal prices")
 
-    def _take(self, reply, asked):
+    def take(self, reply, asked):
         kind = reply.WhichOneof("kind")
         if kind == "accepted":
             accepted = reply.accepted

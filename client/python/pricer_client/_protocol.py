@@ -4,7 +4,7 @@ split warm-up, the channel settings and the original example's draws."""
 
 import grpc
 
-from pricer.v1 import client_protocol_pb2
+from pricer_client._proto import client_protocol_pb2
 
 RETRY = client_protocol_pb2.RetryPolicy()
 SPLIT_WARM_UP = client_protocol_pb2.SplitWarmUp()
@@ -21,3 +21,13 @@ MAX_RETRIES = RETRY.max_retries_without_progress
 FIRST_BACKOFF_SECONDS = RETRY.first_backoff_ms / 1000
 BACKOFF_MULTIPLIER = RETRY.backoff_multiplier
 RETRYABLE_CODES = frozenset(grpc.StatusCode[name] for name in RETRY.retryable_codes.split(","))
+
+
+def seed_preset():
+    """price()'s arguments for the original example (`pricer price --preset
+    seed`): 500 issuers, 10,000 paths, 1,000,000 scenario columns, seed 42,
+    rate 0.02, maturity 1 year; override any of them, e.g.
+    client.price(**seed_preset() | {"scenarios": 20_000})."""
+    return dict(issuers=SEED_PRESET.issuers, paths=SEED_PRESET.paths, seed=SEED_PRESET.seed,
+                rate=SEED_PRESET.rate, maturity=SEED_PRESET.maturity,
+                scenarios=SEED_PRESET.scenarios)

@@ -1,8 +1,9 @@
 """The arrays of one price() call, filled by the replies of all its calls."""
 
 import dataclasses
+import os
 import threading
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
@@ -28,6 +29,29 @@ class PriceResult:
     elapsed_seconds: float
     flops: float
 
+    def to_pandas(self):
+        """The statistics as a pandas DataFrame: one row per priced column,
+        indexed by the column's number ("column"), one column per statistic
+        (v0 first). Needs pandas (pip install "pricer-client[pandas]")."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("PriceResult.to_pandas() needs pandas: pip install "
+                              "'pricer-client[pandas]' (or pandas)") from None
+        index = pandas.RangeIndex(self.column_begin, self.column_end, name="column")
+        return pandas.DataFrame(self.statistics, index=index)
+
+    def write_csv(self, path):
+        """Writes the statistics as the CLI's --stats-out does: a header
+        `column,v0,<statistic>,...`, then one row per column, each value the
+        shortest decimal that reads back as the same float64."""
+        names = list(self.statistics)
+        with open(os.fspath(path), "w") as out:
+            out.write(",".join(["column", *names]) + "\n")
+            for k in range(self.column_end - self.column_begin):
+                row = [repr(float(self.statistics[name][k])) for name in names]
+                out.write(",".join([str(self.column_begin + k), *row]) + "\n")
+
 
 def _levels(statistics, kind):
     field = {"quantile": statistics.quantiles, "var": statistics.var, "es": statistics.es}[kind]
@@ -37,7 +61,7 @@ def _levels(statistics, kind):
 def _full_array(full, shape):
     """Where SC goes: a memory-mapped .npy at the path `full`, the array
     `full`, a new array (True), or nowhere (False: None)."""
-    if isinstance(full, str):
+    if isinstance(full, (str, os.PathLike)):
         return np.lib.format.open_memmap(full, mode="w+", dtype=np.float32, shape=shape,
                                          fortran_order=True)
     if isinstance(full, np.ndarray):
@@ -53,12 +77,16 @@ class Results:
     """The arrays of one price() call, filled by the replies of all its calls
     (parts and retries; thread-safe). `named`: (name, kind, level) of each
     statistics item; `span`: the whole column range, or None to take it from
-    the first `accepted`."""
+    the first `accepted`; `progress(columns done, columns)`: called after
+    each chunk, or None."""
 
-    def __init__(self, named, full, span):
+    def __init__(self, named, full, span,
+                 progress: Optional[Callable[[int, int], None]] = None):
         self._named, self._full, self._span = named, full, span
+        self._progress = progress
         self._lock = threading.Lock()
         self._result = None
+        self._columns_done = 0
 
     def accepted(self, accepted):
         with self._lock:
@@ -95,6 +123,10 @@ class Results:
                 for name, kind, level in self._named:
                     r.statistics[name][window] = (getattr(s, kind) if level is None
                                                   else _levels(s, kind)[level])
+            self._columns_done += chunk.column_end - chunk.column_begin
+            done, total = self._columns_done, r.column_end - r.column_begin
+        if self._progress is not None:
+            self._progress(done, total)
 
     def prices(self, begin, end, rows, values):
         with self._lock:

@@ -1,21 +1,19 @@
-"""A thin client over the generated gRPC stubs that speaks NumPy, over plain
-text or TLS, with an optional bearer token."""
+"""The blocking client: a thin layer over the generated gRPC stubs that
+speaks NumPy, over plain text or TLS, with an optional bearer token."""
 
-import hashlib
 import time
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
 import grpc
 import numpy as np
 
-from pricer.v1 import pricer_pb2, pricer_pb2_grpc
+from pricer_client._calls import WarmUp, prepare_price, scenario_set_id, upload_chunks
 from pricer_client._channel import Pem, open_channel
-from pricer_client._errors import PricerError
+from pricer_client._errors import PricerError, from_rpc_error
 from pricer_client._parts import run_parts
-from pricer_client._protocol import (CHANNEL, FIRST_BACKOFF_SECONDS, MAX_RETRIES,
-                                     RETRYABLE_CODES, SPLIT_WARM_UP)
-from pricer_client._requests import column_span, price_request
-from pricer_client._results import PriceResult, Results
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
+from pricer_client._protocol import CHANNEL, FIRST_BACKOFF_SECONDS, MAX_RETRIES, RETRYABLE_CODES
+from pricer_client._results import PriceResult
 
 # What this module has always offered, wherever it is defined now.
 __all__ = ["Client", "PriceResult", "PricerError", "Pem", "MAX_RETRIES",
@@ -58,30 +56,14 @@ class Client:
         try:
             return method(*args)
         except grpc.RpcError as error:
-            raise PricerError(error.code(), error.details()) from None
+            raise from_rpc_error(error) from None
 
     def _connect_to_every_server(self, parts):
-        """Round robin picks among the servers it is connected to, and
-        connections come up one by one: before the parts of a split start,
-        ListDevices until no new server (ListDevicesReply.server_id) has
-        answered for `parts` calls (at least twice the servers seen) and
-        50 ms, at most 2 s (client_protocol.proto's SplitWarmUp), as the C++
-        client does."""
-        warm_up = SPLIT_WARM_UP
-        grpc.channel_ready_future(self._channel).result(timeout=warm_up.connect_timeout_ms / 1000)
-        servers, quiet = set(), 0
-        start = last_new = time.monotonic()
-        while time.monotonic() - start < warm_up.max_wait_ms / 1000:
-            server = self.devices().server_id
-            if server not in servers:
-                servers.add(server)
-                quiet, last_new = 0, time.monotonic()
-                continue
-            quiet += 1
-            if quiet >= max(parts, warm_up.quiet_calls_per_server * len(servers)):
-                if time.monotonic() - last_new >= warm_up.quiet_ms / 1000:
-                    return
-                time.sleep(warm_up.poll_interval_ms / 1000)
+        """Before the parts of a split start: see WarmUp."""
+        grpc.channel_ready_future(self._channel).result(timeout=WarmUp.CONNECT_TIMEOUT_SECONDS)
+        warm_up = WarmUp(parts)
+        while (wait := warm_up.after(self.devices().server_id)) is not None:
+            time.sleep(wait)
 
     def devices(self) -> pricer_pb2.ListDevicesReply:
         """The server's devices and their memory accounting."""
@@ -90,29 +72,12 @@ class Client:
     def upload(self, matrix: np.ndarray, chunk_bytes: int = 1 << 20) -> str:
         """Stores an N x M matrix (any float dtype, any order) and returns its
         id, the SHA-256 the server computes (see ScenarioSet in the proto)."""
-        a = np.asarray(matrix)
-        if a.ndim != 2:
-            raise ValueError(f"the scenario matrix must be 2-D, not shape {a.shape}")
-        data = np.asfortranarray(a, dtype="<f4").tobytes(order="F")
-        rows, columns = a.shape
-
-        def chunks():
-            for offset in range(0, len(data), chunk_bytes):
-                chunk = pricer_pb2.ScenarioChunk(values=data[offset:offset + chunk_bytes])
-                if offset == 0:
-                    chunk.rows, chunk.columns = rows, columns
-                yield chunk
-
-        return self._call(self._stub.UploadScenarios, chunks()).id
+        return self._call(self._stub.UploadScenarios, upload_chunks(matrix, chunk_bytes)).id
 
     @staticmethod
     def scenario_set_id(matrix: np.ndarray) -> str:
         """The id the server gives `matrix`, computed locally."""
-        a = np.asfortranarray(np.asarray(matrix), dtype="<f4")
-        digest = hashlib.sha256()
-        digest.update(np.array(a.shape, dtype="<i8").tobytes())
-        digest.update(a.tobytes(order="F"))
-        return digest.hexdigest()
+        return scenario_set_id(matrix)
 
     def price(self, *, paths: int, seed: int = 0, rate: float = 0.0, maturity: float = 1.0,
               spot: Optional[Sequence[float]] = None,
@@ -129,7 +94,8 @@ class Client:
               priority: int = 0,
               precision: str = "fp32",
               split: int = 1,
-              timeout: Optional[float] = None) -> PriceResult:
+              timeout: Optional[float] = None,
+              progress: Optional[Callable[[int, int], None]] = None) -> PriceResult:
         """Prices one request.
 
         The market: `spot` and `volatility` arrays, or `issuers` drawn as in
@@ -146,22 +112,22 @@ class Client:
         bytes as an unbroken call. `timeout`: seconds for the whole price(),
         retries included. `precision`: the lowest GEMM precision allowed,
         "fp32", "tf32" or "bf16" (tensor cores on a GPU server; a cpu server
-        computes in fp32).
+        computes in fp32). `progress(columns_done, columns)`: called after
+        each chunk (from the parts' threads when split > 1).
+
+        Every argument is checked before any call: a wrong one raises
+        ValueError or TypeError naming it. A refused or failed call raises
+        PricerError (its code, the server's message, and the request field
+        the server named).
         """
-        request, named = price_request(
+        call = prepare_price(
             paths=paths, seed=seed, rate=rate, maturity=maturity, spot=spot,
             volatility=volatility, issuers=issuers, correlation=correlation,
             antithetic=antithetic, scenarios=scenarios, scenario_set=scenario_set,
             column_begin=column_begin, column_end=column_end, statistics=statistics,
-            full=full is not False, terminal_prices=terminal_prices, priority=priority,
-            precision=precision)
-        span = column_span(request)
-        if span is None and split > 1:
-            raise ValueError("split needs the column range: give column_end with scenario_set")
-        parts = 1 if span is None else max(1, min(split, span[1] - span[0]))
-        if parts > 1:
-            self._connect_to_every_server(parts)
-        results = Results(named, full, span)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        run_parts(self._stub, request, span, parts, results, deadline)
-        return results.result()
+            full=full, terminal_prices=terminal_prices, priority=priority,
+            precision=precision, split=split, timeout=timeout, progress=progress)
+        if call.parts > 1:
+            self._connect_to_every_server(call.parts)
+        run_parts(self._stub, call.request, call.span, call.parts, call.results, call.deadline)
+        return call.results.result()
