@@ -1,6 +1,7 @@
 #include "client/lib/statistics_list.h"
 
-#include <algorithm>
+#include <charconv>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -9,50 +10,69 @@
 
 namespace pricer {
 
-absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list) {
-  using Kind = StatisticItem::Kind;
+std::string LevelName(double level) {
+  char text[400];  // the longest fixed double, 1e308, has 309 digits
+  return std::string(text,
+                     std::to_chars(text, text + sizeof(text), level, std::chars_format::fixed).ptr);
+}
+
+namespace {
+
+using Kind = StatisticItem::Kind;
+
+// One item as written (spaces trimmed), e.g. "var:.99" or "mean".
+absl::StatusOr<StatisticItem> ParseItem(absl::string_view text) {
   static constexpr std::pair<absl::string_view, Kind> kPlain[] = {
       {"mean", Kind::kMean}, {"stddev", Kind::kStddev}, {"min", Kind::kMin}, {"max", Kind::kMax}};
   static constexpr std::pair<absl::string_view, Kind> kLevelled[] = {
       {"quantile", Kind::kQuantile}, {"var", Kind::kVar}, {"es", Kind::kEs}};
+  for (const auto& [name, kind] : kPlain) {
+    if (text == name) return StatisticItem{kind, 0, std::string(name)};
+  }
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
+  for (const auto& [name, kind] : kLevelled) {
+    if (parts.size() != 2 || parts[0] != name) continue;
+    double level = 0;
+    if (!absl::SimpleAtod(parts[1], &level)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--stats: '", text, "': the level '", parts[1], "' is not a number"));
+    }
+    // A quantile may be the minimum or the maximum; VaR and ES at 0 or 1
+    // have no tail. (Written so that NaN fails both.)
+    const bool quantile = kind == Kind::kQuantile;
+    if (quantile ? !(level >= 0 && level <= 1) : !(level > 0 && level < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("--stats: '", text, "': the level must be in ",
+                                                     quantile ? "[0, 1]" : "(0, 1)"));
+    }
+    return StatisticItem{kind, level, absl::StrCat(name, "_", LevelName(level))};
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--stats: '", text, "' is not one of mean, stddev, min, max, quantile:L, var:L, es:L"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list) {
   std::vector<StatisticItem> items;
+  std::vector<absl::string_view> written;  // each item as the user wrote it
   for (absl::string_view raw : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
     const absl::string_view text = absl::StripAsciiWhitespace(raw);
-    StatisticItem item;
-    bool known = false;
-    for (const auto& [name, kind] : kPlain) {
-      if (text == name) {
-        item = StatisticItem{kind, 0, std::string(name)};
-        known = true;
+    absl::StatusOr<StatisticItem> item = ParseItem(text);
+    if (!item.ok()) return item.status();
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].name == item->name) {
+        return absl::InvalidArgumentError(absl::StrCat("--stats: '", written[i], "' and '", text,
+                                                       "' are the same item (", item->name, ")"));
       }
     }
-    const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
-    for (const auto& [name, kind] : kLevelled) {
-      if (parts.size() == 2 && parts[0] == name) {
-        double level = 0;
-        if (!absl::SimpleAtod(parts[1], &level)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--stats: '", text, "': the level '", parts[1], "' is not a number"));
-        }
-        item = StatisticItem{kind, level, absl::StrCat(name, "_", parts[1])};
-        known = true;
-      }
-    }
-    if (!known) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--stats: '", text, "' is not one of mean, stddev, min, max, quantile:L, var:L, es:L"));
-    }
-    const bool seen = std::any_of(items.begin(), items.end(), [&](const StatisticItem& other) {
-      return other.kind == item.kind && other.level == item.level;
-    });
-    if (!seen) items.push_back(std::move(item));
+    items.push_back(*std::move(item));
+    written.push_back(text);
   }
   if (items.empty()) return absl::InvalidArgumentError("--stats: the list is empty");
   return items;
 }
 
 v1::StatisticsSelection ToSelection(const std::vector<StatisticItem>& items) {
-  using Kind = StatisticItem::Kind;
   v1::StatisticsSelection selection;
   for (const StatisticItem& item : items) {
     switch (item.kind) {
@@ -84,7 +104,6 @@ v1::StatisticsSelection ToSelection(const std::vector<StatisticItem>& items) {
 
 const google::protobuf::RepeatedField<double>* ValuesOf(const v1::ColumnStatistics& statistics,
                                                         const StatisticItem& item) {
-  using Kind = StatisticItem::Kind;
   auto level = [&](const google::protobuf::RepeatedPtrField<v1::LevelValues>& levels)
       -> const google::protobuf::RepeatedField<double>* {
     for (const v1::LevelValues& l : levels) {

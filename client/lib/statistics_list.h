@@ -11,17 +11,23 @@
 
 namespace pricer {
 
+// A level's name: its shortest decimal that reads back as the same double,
+// in fixed notation (0.99 -> "0.99", 1e-5 -> "0.00001", 1 -> "1"). The
+// Python client names levels by the same rule.
+std::string LevelName(double level);
+
 struct StatisticItem {
   enum class Kind { kMean, kStddev, kMin, kMax, kQuantile, kVar, kEs };
   Kind kind = Kind::kMean;
   double level = 0;  // quantile, VaR and ES levels
   // The CSV column: mean, stddev, min, max, quantile_L, var_L, es_L, with L
-  // written as the user gave it.
+  // LevelName(level): var:.99 and var:0.990 are both var_0.99.
   std::string name;
 };
 
-// Parses a comma-separated list of mean, stddev, min, max, quantile:L,
-// var:L and es:L. Duplicates are dropped.
+// Parses a comma-separated list of mean, stddev, min, max, quantile:L
+// (0 <= L <= 1), var:L and es:L (0 < L < 1). An item given twice (under any
+// spelling of its level) is refused, naming both as written.
 absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list);
 
 // The selection that asks the server for `items`.

@@ -228,12 +228,11 @@ class CliNumpyTest(CliTestCase):
                            "--stats", "var:high", check=False)
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertIn("the level 'high' is not a number", proc.stderr)
-        # A level the server refuses: its status, exit code 1.
+        # A level out of range: refused before any call.
         proc = self.pricer("--issuers", "3", "--paths", "100", "--scenarios", "5",
                            "--stats", "var:1.5", check=False)
-        self.assertEqual(proc.returncode, 1, proc.stderr)
-        self.assertIn("INVALID_ARGUMENT", proc.stderr)
-        self.assertIn("output.statistics.var[0] is 1.5", proc.stderr)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--stats: 'var:1.5': the level must be in (0, 1)", proc.stderr)
 
 
 if __name__ == "__main__":

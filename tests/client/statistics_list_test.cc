@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -44,20 +45,47 @@ TEST(ParseStatisticsList, KeepsTheOrderGiven) {
   EXPECT_EQ((*items)[6].kind, Kind::kMin);
 }
 
-TEST(ParseStatisticsList, NamesKeepTheLevelAsWritten) {
-  auto items = ParseStatisticsList("var:0.990,quantile:5e-1,es:.975");
+// The Python client names levels by the same rule: the shortest decimal
+// that reads back as the same double, in fixed notation.
+TEST(ParseStatisticsList, NamesTheLevelByItsShortestFixedDecimal) {
+  auto items = ParseStatisticsList(
+      "var:0.990,quantile:5e-1,es:.975,var:1e-5,quantile:0,quantile:1.0,es:0.1e-9,var:0.3");
   ASSERT_TRUE(items.ok()) << items.status();
-  EXPECT_THAT(Names(*items), ElementsAre("var_0.990", "quantile_5e-1", "es_.975"));
+  EXPECT_THAT(Names(*items), ElementsAre("var_0.99", "quantile_0.5", "es_0.975", "var_0.00001",
+                                         "quantile_0", "quantile_1", "es_0.0000000001", "var_0.3"));
   EXPECT_EQ((*items)[0].level, 0.99);
   EXPECT_EQ((*items)[1].level, 0.5);
   EXPECT_EQ((*items)[2].level, 0.975);
+  EXPECT_EQ((*items)[3].level, 1e-5);
+  // Not 0.29999999999999999: the shortest that reads back.
+  EXPECT_EQ(LevelName(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(LevelName(0.3), "0.3");
+  EXPECT_EQ(LevelName(5e-324), "0." + std::string(323, '0') + "5");
 }
 
-TEST(ParseStatisticsList, DropsDuplicatesKeepingTheFirst) {
-  // var:0.990 is var:0.99 again; a quantile at the same level is not.
-  auto items = ParseStatisticsList("mean,var:0.99,mean,var:0.990,quantile:0.99,var:0.99");
+TEST(ParseStatisticsList, RefusesAnItemGivenTwiceNamingBoth) {
+  EXPECT_THAT(ErrorOf("mean,var:.99,max,var:0.990"),
+              HasSubstr("--stats: 'var:.99' and 'var:0.990' are the same item (var_0.99)"));
+  EXPECT_THAT(ErrorOf("mean,stddev, mean"),
+              HasSubstr("--stats: 'mean' and 'mean' are the same item (mean)"));
+  EXPECT_THAT(ErrorOf("es:1e-5,es:0.00001"),
+              HasSubstr("'es:1e-5' and 'es:0.00001' are the same item (es_0.00001)"));
+  // The same level under another kind is another item.
+  auto items = ParseStatisticsList("var:0.99,quantile:0.99,es:0.99");
   ASSERT_TRUE(items.ok()) << items.status();
-  EXPECT_THAT(Names(*items), ElementsAre("mean", "var_0.99", "quantile_0.99"));
+  EXPECT_THAT(Names(*items), ElementsAre("var_0.99", "quantile_0.99", "es_0.99"));
+}
+
+TEST(ParseStatisticsList, RefusesLevelsOutOfRangeNamingTheItem) {
+  for (absl::string_view item : {"var:0", "var:1", "es:1.5", "es:-0.1", "var:nan", "es:inf"}) {
+    EXPECT_THAT(ErrorOf(item),
+                HasSubstr(absl::StrCat("--stats: '", item, "': the level must be in (0, 1)")));
+  }
+  for (absl::string_view item : {"quantile:1.01", "quantile:-1e-9", "quantile:nan"}) {
+    EXPECT_THAT(ErrorOf(item),
+                HasSubstr(absl::StrCat("--stats: '", item, "': the level must be in [0, 1]")));
+  }
+  EXPECT_TRUE(ParseStatisticsList("quantile:0,quantile:1,var:1e-300,es:0.9999999").ok());
 }
 
 TEST(ParseStatisticsList, IgnoresSpacesAndEmptyItems) {
