@@ -1,12 +1,9 @@
 #include "client/lib/request_options.h"
 
-#include <algorithm>
-#include <fstream>
+#include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "client/lib/market_csv.h"
 #include "client/lib/npy.h"
 #include "common/status_macros.h"
 #include "pricer/v1/client_protocol.pb.h"
@@ -24,63 +21,6 @@ PriceOptions SeedPreset() {
   seed.maturity = preset.maturity();
   seed.scenarios = preset.scenarios();
   return seed;
-}
-
-absl::StatusOr<v1::ExplicitMarket> ReadMarketCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open market file ", path));
-  std::string line;
-  std::getline(in, line);
-  if (absl::StripAsciiWhitespace(line) != "spot,volatility") {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the first row is '", line,
-                                                   "'; expected the header 'spot,volatility'"));
-  }
-  v1::ExplicitMarket market;
-  for (int row = 2; std::getline(in, line); ++row) {
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
-    double spot = 0, volatility = 0;
-    if (cells.size() != 2 || !absl::SimpleAtod(cells[0], &spot) ||
-        !absl::SimpleAtod(cells[1], &volatility)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", row, ": '", line, "' is not two numbers spot,volatility"));
-    }
-    market.add_spot(spot);
-    market.add_volatility(volatility);
-  }
-  return market;
-}
-
-absl::StatusOr<std::vector<double>> ReadCorrelationCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open correlation file ", path));
-  std::vector<double> values;
-  size_t columns = 0;
-  std::string line;
-  for (int row = 1; std::getline(in, line); ++row) {
-    if (absl::StripAsciiWhitespace(line).empty()) continue;
-    const std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
-    if (columns == 0) columns = cells.size();
-    if (cells.size() != columns) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", row, ": ", cells.size(),
-                                                     " numbers, but the first row has ", columns));
-    }
-    for (size_t column = 0; column < cells.size(); ++column) {
-      double value = 0;
-      if (!absl::SimpleAtod(cells[column], &value)) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":", row, ", column ", column + 1,
-                                                       ": '", cells[column], "' is not a number"));
-      }
-      values.push_back(value);
-    }
-  }
-  if (values.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no numbers"));
-  if (values.size() != columns * columns) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ",
-                                                   values.size() / std::max<size_t>(1, columns),
-                                                   " rows of ", columns, " numbers is not square"));
-  }
-  return values;
 }
 
 namespace {
@@ -114,6 +54,7 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.correlation_file = flags.correlation_file;
   o.antithetic = flags.antithetic;
   o.precision = flags.precision;
+  o.priority = flags.priority;
   o.full = flags.full;
   o.terminal_prices = flags.terminal_prices;
   o.statistics = flags.statistics;
@@ -132,8 +73,10 @@ absl::Status SetMarket(const PriceOptions& o, v1::PriceRequest& request) {
   if (o.market_file.has_value() && o.issuers.has_value()) {
     return absl::InvalidArgumentError("give either --market-file or --issuers, not both");
   }
+  MarketCsv file;
   if (o.market_file.has_value()) {
-    ASSIGN_OR_RETURN(*request.mutable_market()->mutable_explicit_(), ReadMarketCsv(*o.market_file));
+    ASSIGN_OR_RETURN(file, ReadMarketCsv(*o.market_file));
+    *request.mutable_market()->mutable_explicit_() = std::move(file.market);
   } else if (o.issuers.has_value()) {
     const v1::SeedPreset& draws = v1::SeedPreset::default_instance();
     v1::GeneratedMarket* market = request.mutable_market()->mutable_generated();
@@ -147,8 +90,10 @@ absl::Status SetMarket(const PriceOptions& o, v1::PriceRequest& request) {
     return absl::InvalidArgumentError("no market: give --market-file, --issuers or --preset seed");
   }
   if (o.correlation_file.has_value()) {
+    ASSIGN_OR_RETURN(const CorrelationCsv csv, ReadCorrelationCsv(*o.correlation_file));
     ASSIGN_OR_RETURN(const std::vector<double> correlation,
-                     ReadCorrelationCsv(*o.correlation_file));
+                     CorrelationInIssuerOrder(csv, file.issuers, *o.correlation_file,
+                                              o.market_file.value_or("")));
     request.mutable_market()->mutable_correlation()->Assign(correlation.begin(), correlation.end());
   }
   return absl::OkStatus();
@@ -157,6 +102,7 @@ absl::Status SetMarket(const PriceOptions& o, v1::PriceRequest& request) {
 // The paths and how they are drawn and computed.
 absl::Status SetModel(const PriceOptions& o, v1::PriceRequest& request) {
   request.set_antithetic(o.antithetic);
+  request.set_priority(o.priority.value_or(0));
   if (o.precision.has_value()) {
     v1::Precision precision = v1::PRECISION_FP32;
     if (*o.precision == "tf32") {

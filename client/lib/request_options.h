@@ -28,10 +28,14 @@ struct PriceOptions {
   std::optional<int64_t> column_begin;
   std::optional<int64_t> column_end;
   std::optional<int64_t> chunk_columns;
-  std::optional<std::string> correlation_file;  // N x N CSV, no header
+  // N x N CSV (market_csv.h); with labels, reordered to the market file's
+  // issuers when it labels them too.
+  std::optional<std::string> correlation_file;
   bool antithetic = false;
   // The lowest GEMM precision allowed: "fp32" (default), "tf32" or "bf16".
   std::optional<std::string> precision;
+  // PriceRequest.priority: -100 to 100, default 0.
+  std::optional<int32_t> priority;
   bool full = false;
   bool terminal_prices = false;
   // Statistics to ask for (statistics_list.h); empty: none, unless nothing
@@ -47,12 +51,5 @@ PriceOptions SeedPreset();
 
 // Fills unset fields from the preset, reads the files, and builds the request.
 absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& options);
-
-// Reads a market CSV: a header row `spot,volatility`, then one issuer a row.
-absl::StatusOr<v1::ExplicitMarket> ReadMarketCsv(const std::string& path);
-
-// Reads a correlation CSV: N rows of N numbers, no header, into row-major
-// values.
-absl::StatusOr<std::vector<double>> ReadCorrelationCsv(const std::string& path);
 
 }  // namespace pricer

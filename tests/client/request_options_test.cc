@@ -92,20 +92,6 @@ TEST(BuildPriceRequest, MarketFileReplacesThePresetMarket) {
   std::filesystem::remove(path);
 }
 
-TEST(ReadMarketCsv, NamesTheBadRow) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "request_options_bad.csv").string();
-  std::ofstream(path) << "spot,volatility\n100,0.2\n7;0.1\n";
-  auto market = ReadMarketCsv(path);
-  ASSERT_FALSE(market.ok());
-  EXPECT_NE(market.status().message().find(":3: '7;0.1'"), absl::string_view::npos)
-      << market.status();
-  std::ofstream(path) << "price,vol\n1,2\n";
-  EXPECT_NE(ReadMarketCsv(path).status().message().find("header 'spot,volatility'"),
-            absl::string_view::npos);
-  std::filesystem::remove(path);
-}
-
 TEST(BuildPriceRequest, SaysWhatIsMissing) {
   PriceOptions options;
   options.paths = 10;
@@ -138,36 +124,6 @@ class TempFile {
  private:
   std::string path_;
 };
-
-TEST(ReadCorrelationCsv, ReadsRowMajorValues) {
-  // Spaces around numbers, CRLF line ends and blank lines are fine.
-  TempFile file("request_options_correlation.csv", "1, 0.5,-0.25\r\n0.5,1,0.2\r\n\n-0.25 ,0.2,1\n");
-  auto values = ReadCorrelationCsv(file.path());
-  ASSERT_TRUE(values.ok()) << values.status();
-  EXPECT_THAT(*values, ElementsAre(1, 0.5, -0.25, 0.5, 1, 0.2, -0.25, 0.2, 1));
-}
-
-TEST(ReadCorrelationCsv, RefusesAMatrixThatIsNotSquare) {
-  TempFile tall("request_options_tall.csv", "1,0\n0,1\n0,0\n");
-  EXPECT_THAT(ReadCorrelationCsv(tall.path()).status().message(),
-              HasSubstr(tall.path() + ": 3 rows of 2 numbers is not square"));
-  TempFile ragged("request_options_ragged.csv", "1,0,0\n0,1\n0,0,1\n");
-  EXPECT_THAT(ReadCorrelationCsv(ragged.path()).status().message(),
-              HasSubstr(ragged.path() + ":2: 2 numbers, but the first row has 3"));
-  TempFile empty("request_options_empty.csv", "\n\n");
-  const absl::Status status = ReadCorrelationCsv(empty.path()).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  EXPECT_THAT(status.message(), HasSubstr(empty.path() + ": no numbers"));
-}
-
-TEST(ReadCorrelationCsv, NamesTheRowAndColumnOfABadNumber) {
-  TempFile file("request_options_bad_number.csv", "1,0.5,0\n0.5,1,0\n0,one,1\n");
-  const absl::Status status = ReadCorrelationCsv(file.path()).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  EXPECT_THAT(status.message(), HasSubstr(file.path() + ":3, column 2: 'one' is not a number"));
-  EXPECT_EQ(ReadCorrelationCsv(file.path() + ".missing").status().code(),
-            absl::StatusCode::kNotFound);
-}
 
 TEST(BuildPriceRequest, CarriesCorrelationAntitheticAndStatistics) {
   TempFile file("request_options_request_correlation.csv", "1,0.3\n0.3,1\n");
@@ -205,6 +161,43 @@ TEST(BuildPriceRequest, CarriesCorrelationAntitheticAndStatistics) {
   options.correlation_file = file.path() + ".missing";
   EXPECT_THAT(BuildPriceRequest(options).status().message(),
               HasSubstr("cannot open correlation file"));
+}
+
+// A labelled correlation follows the market file's issuers, whatever the
+// order of either file.
+TEST(BuildPriceRequest, OrdersALabelledCorrelationLikeTheMarket) {
+  TempFile market("request_options_labelled_market.csv",
+                  "issuer,spot,volatility\nB,100,0.2\nC,50,0.3\nA,70,0.1\n");
+  TempFile correlation("request_options_labelled_correlation.csv",
+                       ",A,B,C\nA,1,0.1,0.2\nB,0.1,1,0.3\nC,0.2,0.3,1\n");
+  PriceOptions options;
+  options.market_file = market.path();
+  options.correlation_file = correlation.path();
+  options.paths = 100;
+  options.scenarios = 10;
+  auto request = BuildPriceRequest(options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_THAT(request->market().explicit_().spot(), ElementsAre(100, 50, 70));
+  EXPECT_THAT(request->market().correlation(), ElementsAre(1, 0.3, 0.1,    // B
+                                                           0.3, 1, 0.2,    // C
+                                                           0.1, 0.2, 1));  // A
+  // A generated market has no labels: the file's order.
+  options.market_file.reset();
+  options.issuers = 3;
+  request = BuildPriceRequest(options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_THAT(request->market().correlation(), ElementsAre(1, 0.1, 0.2, 0.1, 1, 0.3, 0.2, 0.3, 1));
+}
+
+TEST(BuildPriceRequest, CarriesThePriority) {
+  PriceOptions options = SeedPreset();
+  auto request = BuildPriceRequest(options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->priority(), 0);
+  options.priority = -7;
+  request = BuildPriceRequest(options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->priority(), -7);
 }
 
 TEST(BuildPriceRequest, PrecisionNamesTheLowestGemmPrecisionAllowed) {

@@ -137,6 +137,8 @@ def main():
             "crlf": b"spot,volatility\r\n5,0.2\r\n",
             "no-header": b"5,0.2\n",
             "bad-row": b"spot,volatility\n5,0.2,1\nx,y\n",
+            "pandas": b",spot,volatility\n0,5.1,0.2\n1,6,0.3\n",
+            "issuer-shuffled": b" sector , volatility,issuer, spot\ntech, 0.2 ,A, 5\nbank,0.3,B,7\n",
         },
         "fuzz_correlation_csv": {
             "2x2": b"1,0.5\n0.5,1\n",
@@ -144,6 +146,9 @@ def main():
             "ragged": b"1,0.5\n0.5\n",
             "not-square": b"1,0.5\n",
             "nan": b"nan,inf\n-inf,1e400\n",
+            "pandas": b",A,B\nA,1,0.3\nB,0.3,1\n",
+            "header": b" A , B \n1,0.3\n0.3,1\n",
+            "label-column": b"A, 1, 0.3\nB, 0.3, 1\n",
         },
         "fuzz_progress_journal": journals(pb),
         "fuzz_price_reply": price_replies(pb),
