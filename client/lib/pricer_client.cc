@@ -112,11 +112,17 @@ grpc::Status PricerClient::PartRun::Run() {
     if (retries == policy.max_retries_without_progress()) return status;
     ++retries;
     const int code = static_cast<int>(status.error_code());
-    std::cerr << absl::StrFormat(
-        "pricer: %s broke with %d %s: %s; retry %d of %d in %.1f s\n", Describe(), code,
-        absl::StatusCodeToString(static_cast<absl::StatusCode>(code)), status.error_message(),
-        retries, policy.max_retries_without_progress(),
-        std::chrono::duration<double>(backoff).count());
+    const std::string broke = absl::StrFormat(
+        "%s broke with %d %s: %s", Describe(), code,
+        absl::StatusCodeToString(static_cast<absl::StatusCode>(code)), status.error_message());
+    const auto deadline = client_.deadline_.value_or(std::chrono::system_clock::time_point::max());
+    if (deadline - std::chrono::system_clock::now() <= backoff) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          absl::StrCat("the deadline comes before the retry: ", broke));
+    }
+    std::cerr << absl::StrFormat("pricer: %s; retry %d of %d in %.1f s\n", broke, retries,
+                                 policy.max_retries_without_progress(),
+                                 std::chrono::duration<double>(backoff).count());
     std::this_thread::sleep_for(backoff);
     backoff *= policy.backoff_multiplier();
   }
@@ -231,8 +237,8 @@ grpc::Status PricerClient::PartRun::TakePrices(const ReceivedReply& received) {
       trimmed->set_issuer_begin(first);
       trimmed->set_issuer_end(last);
       trimmed->set_rows(chunk.rows());
-      part.values = received.values.Range((first - begin) * column_bytes,
-                                          (last - first) * column_bytes);
+      part.values =
+          received.values.Range((first - begin) * column_bytes, (last - first) * column_bytes);
       s = on_reply_(part);
     }
     if (!s.ok()) return s;
@@ -264,6 +270,7 @@ grpc::Status PricerClient::Start(grpc::ClientContext& context) const {
                         std::string(connection_.message()));
   }
   AddToken(token_, context);
+  if (deadline_.has_value()) context.set_deadline(*deadline_);
   return grpc::Status::OK;
 }
 
@@ -278,8 +285,9 @@ void PricerClient::ConnectToEveryServer(int parts) {
   using std::chrono::milliseconds;
   const v1::SplitWarmUp& warm_up = v1::SplitWarmUp::default_instance();
   // Without a connection there is no channel: the parts will fail at once.
-  channel_->WaitForConnected(std::chrono::system_clock::now() +
-                             milliseconds(warm_up.connect_timeout_ms()));
+  channel_->WaitForConnected(
+      std::min(std::chrono::system_clock::now() + milliseconds(warm_up.connect_timeout_ms()),
+               deadline_.value_or(std::chrono::system_clock::time_point::max())));
   std::set<std::string> servers;
   const Clock::time_point start = Clock::now();
   Clock::time_point last_new = start;

@@ -4,9 +4,11 @@
 #include <grpcpp/channel.h>
 #include <grpcpp/impl/rpc_method.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,10 @@ class PricerClient {
   grpc::Status PriceSplit(const v1::PriceRequest& request, int64_t column_begin, int64_t column_end,
                           int parts, const OnReply& on_reply, const ReceivedResults& received = {});
   grpc::Status ListDevices(v1::ListDevicesReply* reply);
+  // A deadline for every call from now on, retries included: a call still
+  // running then ends with DEADLINE_EXCEEDED, and so does a retry that could
+  // only start after it.
+  void SetDeadline(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
   // Uploads a rows x columns column-major float32 matrix in chunks of
   // `chunk_bytes`; `set` receives its id and shape.
   grpc::Status UploadScenarios(int64_t rows, int64_t columns, const std::vector<float>& values,
@@ -86,6 +92,7 @@ class PricerClient {
   grpc::Status Start(grpc::ClientContext& context) const;
 
   absl::Status connection_;  // OK, or why CreateChannel failed (no channel)
+  std::optional<std::chrono::system_clock::time_point> deadline_;
   std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pricer::Stub> stub_;
