@@ -6,10 +6,6 @@
 
 namespace pricer {
 
-void AddTargetOption(CLI::App* verb, std::string& target) {
-  verb->add_option("--target", target, "server address host:port")->envname("PRICER_TARGET");
-}
-
 int Fail(const grpc::Status& status) {
   const int code = static_cast<int>(status.error_code());
   // gRPC's and Abseil's status codes share their numbers and names.

@@ -17,8 +17,8 @@ namespace pricer {
 // write into the verb's members (so it neither moves nor copies); once the
 // command line is parsed, the verb it named runs.
 //
-//   PriceCommand price(app, target);
-//   CLI11_PARSE(app, argc, argv);
+//   PriceCommand price(app);
+//   app.parse(argc, argv);
 //   if (price.parsed()) return price.Run(client);
 class Command {
  public:
@@ -36,9 +36,6 @@ class Command {
 
   CLI::App* const verb_;  // owned by the app
 };
-
-// Adds --target (PRICER_TARGET) to `verb`, so that it may follow the verb.
-void AddTargetOption(CLI::App* verb, std::string& target);
 
 // A refused or failed call: prints its status code and message; exit code 1.
 int Fail(const grpc::Status& status);

@@ -8,9 +8,8 @@
 
 namespace pricer {
 
-DevicesCommand::DevicesCommand(CLI::App& app, std::string& target)
+DevicesCommand::DevicesCommand(CLI::App& app)
     : Command(app.add_subcommand("devices", "list the server's devices")) {
-  AddTargetOption(verb_, target);
   verb_->add_flag("--json", json_, "print the ListDevices reply as JSON");
 }
 

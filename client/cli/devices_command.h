@@ -10,8 +10,7 @@ namespace pricer {
 
 class DevicesCommand final : public Command {
  public:
-  // --target writes into `target`.
-  DevicesCommand(CLI::App& app, std::string& target);
+  explicit DevicesCommand(CLI::App& app);
 
   int Run(PricerClient& client) override;
 

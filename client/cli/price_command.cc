@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cli/run_journal.h"
+#include "client/lib/npy.h"
+#include "client/lib/output_checks.h"
+#include "client/lib/run_report.h"
 #include "client/lib/statistics_list.h"
 
 namespace pricer {
@@ -28,72 +32,95 @@ ColumnRange RequestedColumns(const v1::PriceRequest& request) {
   return ColumnRange(request.column_begin(), end);
 }
 
+// The .npy files' sizes when the request says them: P x the column range,
+// P x N; and every output file, to check before the call.
+std::vector<OutputFile> OutputsOf(const ResultFiles& files, const v1::PriceRequest& request,
+                                  ColumnRange columns) {
+  const v1::Market& market = request.market();
+  const int64_t issuers =
+      market.has_explicit_() ? market.explicit_().spot_size() : market.generated().issuers();
+  const int64_t width = columns.second - columns.first;
+  return {{"--stats-out", files.stats_csv, 0},
+          {"--full-out", files.full_npy, width > 0 ? NpyFileBytes(request.paths(), width) : 0},
+          {"--prices-out", files.prices_npy, NpyFileBytes(request.paths(), issuers)}};
+}
+
+// How the calls ended, and the first local file that failed while they ran
+// (a write, the journal): that is the user's to fix, not the server's.
+struct Outcome {
+  grpc::Status call;
+  absl::Status local;
+};
+
 // Sends `request`: its replies go into `results`, then into `journal`, one
-// at a time; on a terminal, the columns received so far go to stderr.
-grpc::Status Send(PricerClient& client, const v1::PriceRequest& request, ColumnRange columns,
-                  int split, const ReceivedResults& received, PriceResults& results,
-                  RunJournal& journal) {
-  const bool progress = isatty(STDERR_FILENO);
+// at a time; on a terminal, a progress line goes to stderr.
+Outcome Send(PricerClient& client, const v1::PriceRequest& request, ColumnRange columns, int split,
+             const ReceivedResults& received, PriceResults& results, RunJournal& journal) {
+  std::optional<ProgressLine> progress;
+  if (isatty(STDERR_FILENO)) progress.emplace(stderr);
   absl::Mutex mu;
+  absl::Status journal_error;
   const auto on_reply = [&](const ReceivedReply& received) {
     const v1::PriceReply& reply = received.message;
     absl::MutexLock lock(&mu);
     if (grpc::Status s = results.OnReply(received); !s.ok()) return s;
     if (absl::Status s = journal.Record(reply, results); !s.ok()) {
-      return grpc::Status(grpc::StatusCode::ABORTED, std::string(s.message()));
+      journal_error = s;
+      return grpc::Status(grpc::StatusCode::CANCELLED, std::string(s.message()));
     }
-    if (progress && reply.has_chunk()) {
-      std::fprintf(stderr, "\r%lld / %lld columns",
-                   static_cast<long long>(results.columns_received()),
-                   static_cast<long long>(results.columns()));
+    if (progress.has_value() && reply.has_chunk()) {
+      const RunTotals t = results.totals();
+      progress->Update(t.columns_priced + t.columns_from_journal, t.column_end - t.column_begin,
+                       t.columns_priced);
     }
     return grpc::Status::OK;
   };
-  grpc::Status status;
+  Outcome outcome;
   if (columns.second > columns.first) {
     results.ExpectColumns(columns.first, columns.second);
-    status = client.PriceSplit(request, columns.first, columns.second, split, on_reply, received);
+    outcome.call =
+        client.PriceSplit(request, columns.first, columns.second, split, on_reply, received);
   } else {
-    status = client.Price(request, on_reply);
+    outcome.call = client.Price(request, on_reply);
   }
-  if (progress) std::fprintf(stderr, "\n");
-  return status;
+  if (progress.has_value()) progress->Finish();
+  outcome.local = journal_error.ok() ? results.file_error() : journal_error;
+  return outcome;
 }
 
-// How the run that ended with `status` after `wall_seconds` ends: the files
-// closed, the journal gone and the summary printed (exit code 0), or why
-// not and whether the journal can resume it (1).
-int Report(const grpc::Status& status, double wall_seconds, PriceResults& results,
-           RunJournal& journal) {
-  absl::Status finished = status.ok() ? results.Finish() : absl::OkStatus();
-  if (status.ok() && finished.ok()) finished = journal.Remove();
-  if (status.ok() && finished.ok()) {
-    std::cout << results.Summary(wall_seconds);
+// How the run ends: the files closed, the journal gone and the summary
+// printed (exit code 0); or why not and whether the journal can resume it: a
+// local file (2) or the call (1).
+int Report(Outcome outcome, double wall_seconds, bool json, const ResultFiles& files,
+           PriceResults& results, RunJournal& journal) {
+  if (outcome.local.ok() && outcome.call.ok()) outcome.local = results.Finish();
+  if (outcome.local.ok() && outcome.call.ok()) outcome.local = journal.Remove();
+  if (outcome.local.ok() && outcome.call.ok()) {
+    const RunTotals totals = results.totals();
+    std::cout << (json ? SummaryJson(totals, wall_seconds, files)
+                       : results.StatisticsTable() + SummaryText(totals, wall_seconds));
     return 0;
   }
-  if (!status.ok()) {
-    Fail(status);
-  } else {
-    std::cerr << "pricer: " << finished.message() << "\n";
-  }
+  const int code = outcome.local.ok() ? Fail(outcome.call) : Refuse(outcome.local.message());
   if (journal.kept()) {
     std::cerr << "pricer: what arrived is recorded in " << journal.path()
               << "; run the same command with --resume to price only the rest\n";
   }
-  return 1;
+  return code;
 }
 
 }  // namespace
 
-PriceCommand::PriceCommand(CLI::App& app, std::string& target)
+PriceCommand::PriceCommand(CLI::App& app)
     : Command(app.add_subcommand("price", "price a scenario set and write its results")) {
   CLI::App* price = verb_;
-  AddTargetOption(price, target);
   price->add_option("--preset", options_.preset,
                     "seed: the original example (500 issuers, 10,000 paths, 1,000,000 "
                     "scenarios, seed 42); other flags override it");
   price->add_option("--issuers", options_.issuers, "generated issuers, spot U(5,10), vol U(0,1)");
-  price->add_option("--market-file", options_.market_file, "CSV with header spot,volatility");
+  price->add_option("--market-file", options_.market_file,
+                    "CSV whose header names spot and volatility (any order, other columns "
+                    "ignored), and issuer or a leading unnamed index column for labels");
   price->add_option("--paths", options_.paths, "Monte Carlo paths P");
   price->add_option("--seed", options_.seed, "seed of the paths and of generated data");
   price->add_option("--rate", options_.rate, "risk-free rate per year (default 0)");
@@ -110,7 +137,8 @@ PriceCommand::PriceCommand(CLI::App& app, std::string& target)
                     "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
                     "(comma-separated; default mean,stddev,min,max)");
   price->add_option("--correlation-file", options_.correlation_file,
-                    "CSV of the N x N correlation of the issuers' shocks, no header");
+                    "CSV of the N x N correlation of the issuers' shocks; with labels (a header "
+                    "row, a first column), in the order of the market file's issuers");
   price->add_flag("--antithetic", options_.antithetic,
                   "antithetic paths: path 2k+1 takes the negated shocks of path 2k");
   price->add_option("--precision", options_.precision,
@@ -125,12 +153,24 @@ PriceCommand::PriceCommand(CLI::App& app, std::string& target)
                   "continue an interrupted run of the same command: its journal (the first "
                   "output file + .progress) says which columns are in the files already, and "
                   "only the others are priced");
+  price
+      ->add_option("--priority", options_.priority,
+                   "scheduling priority, -100 to 100 (default 0): higher goes first; above 0 "
+                   "needs a token whose max-priority allows it")
+      ->check(CLI::Range(-100, 100));
+  price->add_option("--timeout", timeout_,
+                    "seconds the whole run may take, retries included; then exit 1 with "
+                    "DEADLINE_EXCEEDED (default: none)");
+  price->add_flag("--json", json_, "print the summary as one JSON object on stdout");
   price->add_option("--stats-out", files_.stats_csv, "write per-column statistics as CSV");
   price->add_option("--full-out", files_.full_npy, "write SC (float32 P x M, Fortran order) .npy");
   price->add_option("--prices-out", files_.prices_npy, "write ST (float32 P x N) .npy");
 }
 
 int PriceCommand::Run(PricerClient& client) {
+  if (timeout_.has_value() && !(*timeout_ > 0 && *timeout_ <= 1e9)) {
+    return Refuse(absl::StrCat("--timeout ", *timeout_, " is not a number of seconds in (0, 1e9]"));
+  }
   options_.full = !files_.full_npy.empty();
   options_.terminal_prices = !files_.prices_npy.empty();
   // Statistics unless only files of raw values were asked for.
@@ -158,11 +198,18 @@ int PriceCommand::Run(PricerClient& client) {
   if (columns.second <= columns.first && split_ > 1) {
     return Refuse("--split needs the column range: give --column-end with --scenario-set");
   }
+  const absl::Status writable = CheckOutputFiles(OutputsOf(files_, *request, columns));
+  if (!writable.ok()) return Refuse(writable.message());
   const auto start = std::chrono::steady_clock::now();
-  const grpc::Status status = Send(client, *request, columns, split_, received, results, journal);
+  if (timeout_.has_value()) {
+    client.SetDeadline(std::chrono::system_clock::now() +
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::chrono::duration<double>(*timeout_)));
+  }
+  const Outcome outcome = Send(client, *request, columns, split_, received, results, journal);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return Report(status, wall, results, journal);
+  return Report(outcome, wall, json_, files_, results, journal);
 }
 
 }  // namespace pricer

@@ -3,6 +3,7 @@
 // --resume continues an interrupted run.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "client/cli/command.h"
@@ -13,8 +14,7 @@ namespace pricer {
 
 class PriceCommand final : public Command {
  public:
-  // --target writes into `target`.
-  PriceCommand(CLI::App& app, std::string& target);
+  explicit PriceCommand(CLI::App& app);
 
   int Run(PricerClient& client) override;
 
@@ -24,6 +24,8 @@ class PriceCommand final : public Command {
   std::string stats_list_;  // --stats
   int split_ = 1;
   bool resume_ = false;
+  std::optional<double> timeout_;  // --timeout, seconds
+  bool json_ = false;
 };
 
 }  // namespace pricer

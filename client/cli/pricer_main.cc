@@ -68,23 +68,32 @@ int main(int argc, char** argv) {
   // (`pricer price --token-file t ...`).
   app.fallthrough();
   std::string target = pricer::v1::ChannelSettings::default_instance().default_target();
+  // Before or after the verb: the app's flags are the verbs' too (fallthrough),
+  // so that one option, the app's, takes it and its environment variable.
   app.add_option("--target", target, "server address host:port")
       ->envname("PRICER_TARGET")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group("Connection (before or after the verb)");
   pricer::ConnectionOptions connection;
   std::string token_file;
   AddConnectionOptions(app, connection, token_file);
 
-  pricer::PriceCommand price(app, target);
-  pricer::UploadCommand upload(app, target);
-  pricer::DevicesCommand devices(app, target);
+  pricer::PriceCommand price(app);
+  pricer::UploadCommand upload(app);
+  pricer::DevicesCommand devices(app);
   pricer::HealthCommand health(app);
   for (CLI::App* verb : app.get_subcommands({})) {
     verb->footer(
         "Connection flags, before or after the verb (see pricer --help): --target, --tls-ca, "
         "--tls-cert, --tls-key, --tls-server-name, --token-file.");
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints its message (or the help, the version: exit 0); its own
+    // exit codes (105, 109, ...) are all a usage error here.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   absl::StatusOr<std::string> token = ReadToken(token_file);
   if (!token.ok()) return pricer::Refuse(token.status().message());
@@ -94,5 +103,5 @@ int main(int argc, char** argv) {
        std::initializer_list<pricer::Command*>{&price, &upload, &devices, &health}) {
     if (command->parsed()) return command->Run(client);
   }
-  return 2;  // not reached: CLI11_PARSE has made sure that one verb was named
+  return 2;  // not reached: the parse has made sure that one verb was named
 }

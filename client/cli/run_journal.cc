@@ -13,12 +13,19 @@ RunJournal::RunJournal(const v1::PriceRequest& request, const ResultFiles& files
     : fingerprint_(ProgressJournal::Fingerprint(
           request, {files.full_npy, files.stats_csv, files.prices_npy})) {
   for (const std::string* file : {&files.full_npy, &files.stats_csv, &files.prices_npy}) {
-    const bool sink = std::filesystem::exists(*file) && !std::filesystem::is_regular_file(*file);
+    // The error_code forms: a name too long is for CheckOutputFiles to
+    // report, not an exception.
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(*file, error);
+    const bool sink = std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
     if (path_.empty() && !file->empty() && !sink) path_ = *file + ".progress";
   }
 }
 
-bool RunJournal::exists() const { return !path_.empty() && std::filesystem::exists(path_); }
+bool RunJournal::exists() const {
+  std::error_code error;
+  return !path_.empty() && std::filesystem::exists(path_, error);
+}
 
 absl::Status RunJournal::Resume(PriceResults& results, ReceivedResults& received, int64_t* begin,
                                 int64_t* end) {

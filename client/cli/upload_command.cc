@@ -7,10 +7,9 @@
 
 namespace pricer {
 
-UploadCommand::UploadCommand(CLI::App& app, std::string& target)
+UploadCommand::UploadCommand(CLI::App& app)
     : Command(app.add_subcommand("upload",
                                  "store an N x M scenario matrix on the server and print its id")) {
-  AddTargetOption(verb_, target);
   verb_->add_option("file", file_, ".npy N x M matrix, float32 or float64")->required();
 }
 

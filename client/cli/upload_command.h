@@ -10,8 +10,7 @@ namespace pricer {
 
 class UploadCommand final : public Command {
  public:
-  // --target writes into `target`.
-  UploadCommand(CLI::App& app, std::string& target);
+  explicit UploadCommand(CLI::App& app);
 
   int Run(PricerClient& client) override;
 

@@ -125,6 +125,10 @@ void ConvertValues(const std::vector<char>& raw, bool f32, bool fortran, NpyMatr
 
 }  // namespace
 
+int64_t NpyFileBytes(int64_t rows, int64_t columns) {
+  return static_cast<int64_t>(MakeHeader(rows, columns).size()) + rows * columns * 4;
+}
+
 absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path, int64_t rows,
                                                         int64_t columns) {
   const int file = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -136,7 +140,7 @@ absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path,
   if (absl::Status s = writer.WriteCached(0, {header}); !s.ok()) return s;
   // Size the file up front: columns arrive in any order. A device such as
   // /dev/null (a benchmark's sink) takes the writes as they come.
-  const int64_t total = writer.data_offset_ + rows * columns * 4;
+  const int64_t total = NpyFileBytes(rows, columns);
   struct stat info {};
   if (fstat(file, &info) == 0 && S_ISREG(info.st_mode)) {
     // fallocate, not posix_fallocate: where the file system cannot, glibc's
@@ -147,8 +151,8 @@ absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path,
           absl::StrCat("not enough disk space for ", path, ": it needs ", total, " bytes"));
     }
     if (!allocated && ftruncate(file, total) != 0) {
-      return absl::InternalError(absl::StrCat("cannot size ", path, " to ", total,
-                                              " bytes: ", std::strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("cannot size ", path, " to ", total, " bytes: ", std::strerror(errno)));
     }
     writer.OpenDirect();
   }
@@ -164,9 +168,9 @@ absl::StatusOr<NpyColumnWriter> NpyColumnWriter::OpenExisting(const std::string&
   const std::string want = MakeHeader(rows, columns);
   NpyColumnWriter writer(file, path, rows, columns, static_cast<int64_t>(want.size()));
   std::string header(want.size(), '\0');
-  const bool read = pread(file, header.data(), header.size(), 0) ==
-                    static_cast<ssize_t>(header.size());
-  const int64_t total = writer.data_offset_ + rows * columns * 4;
+  const bool read =
+      pread(file, header.data(), header.size(), 0) == static_cast<ssize_t>(header.size());
+  const int64_t total = NpyFileBytes(rows, columns);
   struct stat info {};
   if (!read || header != want || fstat(file, &info) != 0 || !S_ISREG(info.st_mode) ||
       info.st_size != total) {
@@ -204,11 +208,11 @@ void NpyColumnWriter::OpenDirect() {
 
 absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count, const float* values) {
   const auto bytes = static_cast<size_t>(std::max<int64_t>(0, rows_ * count)) * sizeof(float);
-  return WriteColumns(first, count, {std::string_view(reinterpret_cast<const char*>(values), bytes)});
+  return WriteColumns(first, count,
+                      {std::string_view(reinterpret_cast<const char*>(values), bytes)});
 }
 
-absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count,
-                                           const BytePieces& pieces) {
+absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count, const BytePieces& pieces) {
   if (first < 0 || count < 0 || first + count > columns_) {
     return absl::OutOfRangeError(absl::StrCat("columns [", first, ", ", first + count,
                                               ") outside the ", columns_, " columns of ", path_));
@@ -229,8 +233,7 @@ absl::Status NpyColumnWriter::WriteColumns(int64_t first, int64_t count,
   return WriteCached(inner_end, PiecesRange(pieces, inner_end - begin, end - inner_end));
 }
 
-absl::Status NpyColumnWriter::WriteCached(int64_t offset,
-                                          const BytePieces& pieces) {
+absl::Status NpyColumnWriter::WriteCached(int64_t offset, const BytePieces& pieces) {
   std::vector<iovec> vectors;
   for (std::string_view piece : pieces) {
     if (!piece.empty()) vectors.push_back({const_cast<char*>(piece.data()), piece.size()});
@@ -255,8 +258,7 @@ absl::Status NpyColumnWriter::WriteCached(int64_t offset,
   return absl::OkStatus();
 }
 
-absl::Status NpyColumnWriter::WriteDirect(int64_t offset,
-                                          const BytePieces& pieces) {
+absl::Status NpyColumnWriter::WriteDirect(int64_t offset, const BytePieces& pieces) {
   const int64_t size = PiecesSize(pieces);
   for (int64_t done = 0; done < size;) {
     const int64_t n = std::min<int64_t>(kStagingBytes, size - done);

@@ -14,6 +14,10 @@
 
 namespace pricer {
 
+// The size of the rows x columns float32 .npy file NpyColumnWriter writes:
+// its header and the values.
+int64_t NpyFileBytes(int64_t rows, int64_t columns);
+
 // A float32 matrix file in Fortran (column-major) order whose columns are
 // written at their offsets as they arrive, so a P x M result never has to be
 // held in memory: each column chunk is one contiguous run of the file.
@@ -44,8 +48,7 @@ class NpyColumnWriter {
   // Writes columns [first, first + count): rows * count float32, column-major,
   // given in `pieces` (their lengths add up to rows * count * 4 bytes), so
   // that a run killed afterwards finds them in the file.
-  absl::Status WriteColumns(int64_t first, int64_t count,
-                            const BytePieces& pieces);
+  absl::Status WriteColumns(int64_t first, int64_t count, const BytePieces& pieces);
   absl::Status WriteColumns(int64_t first, int64_t count, const float* values);
   // Closes; reports a failed write.
   absl::Status Close();

@@ -13,11 +13,6 @@
 namespace pricer {
 namespace {
 
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(grpc::StatusCode::ABORTED, std::string(status.message()));
-}
-
 // The shortest decimal that reads back as the same double: the CSV carries
 // the server's float64 statistics exactly.
 std::string Shortest(double value) {
@@ -49,6 +44,17 @@ v1::JobAccepted PriceResults::accepted() const {
 int64_t PriceResults::columns_received() const {
   absl::MutexLock lock(&mu_);
   return columns_received_;
+}
+
+absl::Status PriceResults::file_error() const {
+  absl::MutexLock lock(&mu_);
+  return file_error_;
+}
+
+grpc::Status PriceResults::FileFailed(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  if (file_error_.ok()) file_error_ = status;
+  return grpc::Status(grpc::StatusCode::CANCELLED, std::string(status.message()));
 }
 
 int64_t PriceResults::columns() const {
@@ -116,13 +122,13 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
   const auto open = reopen_ ? NpyColumnWriter::OpenExisting : NpyColumnWriter::Create;
   if (!files_.full_npy.empty()) {
     absl::StatusOr<NpyColumnWriter> writer = open(files_.full_npy, accepted.paths(), n);
-    if (!writer.ok()) return ToGrpc(writer.status());
+    if (!writer.ok()) return FileFailed(writer.status());
     full_.emplace(*std::move(writer));
   }
   if (!files_.prices_npy.empty()) {
     absl::StatusOr<NpyColumnWriter> writer =
         open(files_.prices_npy, accepted.paths(), accepted.issuers());
-    if (!writer.ok()) return ToGrpc(writer.status());
+    if (!writer.ok()) return FileFailed(writer.status());
     prices_.emplace(*std::move(writer));
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -145,7 +151,7 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueByte
                                         " columns of ", chunk.rows(), " rows"));
     }
     if (absl::Status s = full_->WriteColumns(begin, count, values->pieces()); !s.ok()) {
-      return ToGrpc(s);
+      return FileFailed(s);
     }
   }
   if (chunk.has_statistics()) {
@@ -162,6 +168,7 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueByte
     has_statistics_ = true;
   }
   columns_received_ += count;
+  if (values == nullptr) columns_restored_ += count;
   return grpc::Status::OK;
 }
 
@@ -174,7 +181,7 @@ grpc::Status PriceResults::OnPrices(const v1::TerminalPricesChunk& chunk,
     return Contradiction(absl::StrCat("a terminal-prices chunk of issuers [", chunk.issuer_begin(),
                                       ", ", chunk.issuer_end(), ") that does not fit"));
   }
-  return ToGrpc(prices_->WriteColumns(chunk.issuer_begin(), count, values.pieces()));
+  return FileFailed(prices_->WriteColumns(chunk.issuer_begin(), count, values.pieces()));
 }
 
 absl::Status PriceResults::Finish() {
@@ -200,48 +207,53 @@ absl::Status PriceResults::Finish() {
   return absl::OkStatus();
 }
 
-std::string PriceResults::Summary(double wall_seconds) const {
+RunTotals PriceResults::totals() const {
+  absl::MutexLock lock(&mu_);
+  RunTotals totals;
+  totals.column_begin = accepted_.column_begin();
+  totals.column_end = accepted_.column_end();
+  totals.columns_priced = columns_received_ - columns_restored_;
+  totals.columns_from_journal = columns_restored_;
+  totals.paths = accepted_.paths();
+  totals.issuers = accepted_.issuers();
+  if (finished_.has_value()) {
+    totals.server_seconds = finished_->elapsed_seconds();
+    totals.gemm_seconds = finished_->gemm_seconds();
+    totals.statistics_seconds = finished_->statistics_seconds();
+  }
+  return totals;
+}
+
+std::string PriceResults::StatisticsTable() const {
   absl::MutexLock lock(&mu_);
   std::string text;
   const int64_t n = ColumnsLocked();
-  if (has_statistics_ && n > 0) {
-    absl::StrAppend(&text, "statistics over ", accepted_.paths(),
-                    " paths (mean, stddev, min, max, quantiles: of SC[:, j], the value of "
-                    "column j at maturity; var, es: of the PnL, positive for a loss):\n");
-    absl::StrAppend(&text, absl::StrFormat("  %10s %14s", "column", "v0"));
-    for (const StatisticItem& item : items_) {
-      absl::StrAppend(&text, absl::StrFormat(" %14s", item.name));
+  if (!has_statistics_ || n == 0) return text;
+  absl::StrAppend(&text, "statistics over ", accepted_.paths(),
+                  " paths (mean, stddev, min, max, quantiles: of SC[:, j], the value of "
+                  "column j at maturity; var, es: of the PnL, positive for a loss):\n");
+  absl::StrAppend(&text, absl::StrFormat("  %10s %14s", "column", "v0"));
+  for (const StatisticItem& item : items_) {
+    absl::StrAppend(&text, absl::StrFormat(" %14s", item.name));
+  }
+  absl::StrAppend(&text, "\n");
+  auto row = [&](const std::string& label, auto value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::StrAppend(&text, absl::StrFormat("  %10s %14.4f", label, value(v0_)));
+    for (const std::vector<double>& values : values_) {
+      absl::StrAppend(&text, absl::StrFormat(" %14.4f", value(values)));
     }
     absl::StrAppend(&text, "\n");
-    auto row = [&](const std::string& label, auto value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      absl::StrAppend(&text, absl::StrFormat("  %10s %14.4f", label, value(v0_)));
-      for (const std::vector<double>& values : values_) {
-        absl::StrAppend(&text, absl::StrFormat(" %14.4f", value(values)));
-      }
-      absl::StrAppend(&text, "\n");
-    };
-    for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k) {
-      row(absl::StrCat(accepted_.column_begin() + k),
-          [&](const std::vector<double>& values) { return values[k]; });
-    }
-    if (n > 5) absl::StrAppend(&text, absl::StrFormat("  %10s\n", "..."));
-    row("average", [&](const std::vector<double>& values) {
-      double sum = 0;
-      for (double v : values) sum += v;
-      return sum / static_cast<double>(n);
-    });
+  };
+  for (int64_t k = 0; k < std::min<int64_t>(n, 5); ++k) {
+    row(absl::StrCat(accepted_.column_begin() + k),
+        [&](const std::vector<double>& values) { return values[k]; });
   }
-  const double flops = finished_.has_value() ? finished_->flops() : 0.0;
-  const double server_seconds = finished_.has_value() ? finished_->elapsed_seconds() : 0.0;
-  absl::StrAppend(&text, absl::StrFormat("priced %d columns x %d paths x %d issuers in %.3f s "
-                                         "(server %.3f s): %.1f GFLOP/s\n",
-                                         n, accepted_.paths(), accepted_.issuers(), wall_seconds,
-                                         server_seconds, flops / wall_seconds / 1e9));
-  if (finished_.has_value() && finished_->statistics_seconds() > 0) {
-    absl::StrAppend(&text,
-                    absl::StrFormat("device thread-seconds: GEMM %.3f, statistics %.3f\n",
-                                    finished_->gemm_seconds(), finished_->statistics_seconds()));
-  }
+  if (n > 5) absl::StrAppend(&text, absl::StrFormat("  %10s\n", "..."));
+  row("average", [&](const std::vector<double>& values) {
+    double sum = 0;
+    for (double v : values) sum += v;
+    return sum / static_cast<double>(n);
+  });
   return text;
 }
 

@@ -29,6 +29,21 @@ struct ResultFiles {
   std::string prices_npy;  // --prices-out
 };
 
+// What one run has done, for its summary (run_report.h).
+struct RunTotals {
+  int64_t column_begin = 0;  // the whole range of the request
+  int64_t column_end = 0;
+  int64_t columns_priced = 0;        // by this run's calls
+  int64_t columns_from_journal = 0;  // by the interrupted run that --resume continues
+  int64_t paths = 0;
+  int64_t issuers = 0;
+  // The server's: the longest part's wall time, and the device
+  // thread-seconds of the parts that finished.
+  double server_seconds = 0;
+  double gemm_seconds = 0;
+  double statistics_seconds = 0;
+};
+
 class PriceResults {
  public:
   // `statistics`: the items asked for, in the order of the CSV's columns.
@@ -44,31 +59,36 @@ class PriceResults {
   // before the first reply.
   void ReopenFiles() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Takes one reply, from any of the calls (thread-safe); a non-OK status (a
-  // file that cannot be written, a reply that contradicts the plan) should
-  // cancel the call.
+  // Takes one reply, from any of the calls (thread-safe); a non-OK status
+  // should cancel the call: INTERNAL for a reply that contradicts the plan,
+  // CANCELLED for a file that cannot be written (file_error() says which).
   grpc::Status OnReply(const ReceivedReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Takes a reply recorded by an interrupted run (progress_journal.h): its
   // values are in the files already; its statistics and columns count.
   grpc::Status Restore(const v1::PriceReply& reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Closes the .npy files and writes the statistics CSV.
   absl::Status Finish() ABSL_LOCKS_EXCLUDED(mu_);
+  // The first output file that could not be created or written while
+  // replies arrived; OK if none.
+  absl::Status file_error() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // The `accepted` of the whole column range.
   v1::JobAccepted accepted() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t columns_received() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t columns() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // A few lines: the statistics of the first columns, their spread across
-  // all columns, and the time and GFLOP/s of the job.
-  std::string Summary(double wall_seconds) const ABSL_LOCKS_EXCLUDED(mu_);
+  RunTotals totals() const ABSL_LOCKS_EXCLUDED(mu_);
+  // A few lines: the statistics of the first columns and their average
+  // over all columns; empty without statistics.
+  std::string StatisticsTable() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   int64_t ColumnsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return accepted_.column_end() - accepted_.column_begin();
   }
   grpc::Status OnAccepted(const v1::JobAccepted& accepted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `restored`: a chunk of Restore, whose values are in the file.
+  // Remembers a file's failure (the first) and stops the call.
+  grpc::Status FileFailed(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `values`: the chunk's; null for a chunk of Restore, whose values are in the file.
   grpc::Status OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,7 +112,9 @@ class PriceResults {
   std::vector<double> v0_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<double>> values_ ABSL_GUARDED_BY(mu_);  // [item][column]
   bool has_statistics_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t columns_received_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t columns_received_ ABSL_GUARDED_BY(mu_) = 0;  // restored ones included
+  int64_t columns_restored_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status file_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace pricer

@@ -27,6 +27,11 @@ absl::Status WriteError(const std::string& path) {
 
 std::string ProgressJournal::Fingerprint(const v1::PriceRequest& request,
                                          const std::vector<std::string>& output_files) {
+  if (request.priority() != 0) {
+    v1::PriceRequest same = request;  // the same bytes at any priority
+    same.clear_priority();
+    return Fingerprint(same, output_files);
+  }
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);

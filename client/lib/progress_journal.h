@@ -24,7 +24,8 @@ class ProgressJournal {
  public:
   // SHA-256 (hex) of what decides the bytes a run writes: the request,
   // serialized deterministically, and the names of its output files. How
-  // the run is split, and over which servers, does not count.
+  // the run is split, over which servers and at which priority does not
+  // count.
   static std::string Fingerprint(const v1::PriceRequest& request,
                                  const std::vector<std::string>& output_files);
 
