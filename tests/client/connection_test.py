@@ -24,7 +24,7 @@ from pricer_client import Client, PricerError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from aio_blocking import BlockingAioClient  # noqa: E402
+from python_clients import BlockingAioClient  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "service"))
 from tls_material import make_certificates, read_bytes  # noqa: E402  (the same certificates)
 

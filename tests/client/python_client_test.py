@@ -3,6 +3,7 @@ a loopback port; its NumPy results are checked against the CLI's files and
 against float64 products of what the server returned, and against an
 uninterrupted call when a server is killed mid-call."""
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -20,7 +21,8 @@ from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402
-from aio_blocking import BlockingAioClient  # noqa: E402
+from python_clients import BlockingAioClient, assert_same_result  # noqa: E402
+from pricer_client import aio  # noqa: E402
 
 ARGS = None
 
@@ -285,8 +287,9 @@ class SplitAcrossServersTest(unittest.TestCase):
 
 class ServerKilledMidCallTest(unittest.TestCase):
     """price(split=2) over two servers, one of them killed with SIGKILL while
-    its part runs: the part is asked again on the other, and the result is
-    the same bytes as an uninterrupted call's."""
+    its part runs: the part is asked again on the other for its missing
+    columns only, and the result is the same bytes as an uninterrupted
+    call's; with the blocking client, then the asyncio one."""
 
     # Several seconds on two cores in dozens of shards: a 24 MiB budget holds
     # shards of at most 768 of these columns.
@@ -333,10 +336,39 @@ class ServerKilledMidCallTest(unittest.TestCase):
             thread.join(timeout=300)
         self.assertNotIn("error", outcome)
         self.assertTrue(any("retry 1 of 3" in line for line in logs.output), logs.output)
-        split = outcome["result"]
-        np.testing.assert_array_equal(split.full, whole.full)
-        for name, values in whole.statistics.items():
-            np.testing.assert_array_equal(split.statistics[name], values, err_msg=name)
+        assert_same_result(self, outcome["result"], whole)
+
+    async def kill_one_mid_part(self, call):
+        """Kills the first server seen with some of its part done and not all."""
+        baseline = [devices(server)[1] for server in self.servers]
+        while not call.done():
+            for server, before in zip(self.servers, baseline):
+                queued, done = await asyncio.to_thread(devices, server)
+                if queued > 0 and done > before:
+                    server.proc.kill()
+                    await asyncio.to_thread(server.proc.wait)
+                    return server
+            await asyncio.sleep(0.02)
+        return None
+
+    def test_aio_split_call_finishes_on_the_other_server(self):
+        with Client(self.servers[0].target) as one:
+            whole = one.price(**self.JOB)
+
+        async def split_call():
+            target = "ipv4:" + ",".join(s.target for s in self.servers)
+            async with aio.Client(target) as both:
+                call = asyncio.ensure_future(both.price(**self.JOB, split=2))
+                victim = await self.kill_one_mid_part(call)
+                killed_mid_call = not call.done()
+                return victim, killed_mid_call, await call
+
+        with self.assertLogs("pricer_client.client", level="WARNING") as logs:
+            victim, killed_mid_call, split = asyncio.run(split_call())
+        self.assertIsNotNone(victim, "the call ended before a server was killed: size it up")
+        self.assertTrue(killed_mid_call, "the call ended before the kill")
+        self.assertTrue(any("retry 1 of 3" in line for line in logs.output), logs.output)
+        assert_same_result(self, split, whole)
 
 
 if __name__ == "__main__":

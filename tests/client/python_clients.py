@@ -1,13 +1,32 @@
-"""pricer_client.aio.Client driven from blocking test code, so that a test
-of the blocking client runs unchanged on the asyncio one: each method call
-runs its coroutine to the end on the client's own event loop."""
+"""What the tests of the Python clients share: the asyncio client behind a
+blocking facade, and the comparison of two results to the bit."""
 
 import asyncio
+
+import numpy as np
 
 from pricer_client import aio
 
 
+def assert_same_result(test, got, want):
+    """Two PriceResults with the same range, shape and bytes."""
+    test.assertEqual((got.column_begin, got.column_end, got.paths, got.issuers),
+                     (want.column_begin, want.column_end, want.paths, want.issuers))
+    test.assertEqual(set(got.statistics), set(want.statistics))
+    for name, values in want.statistics.items():
+        test.assertEqual(got.statistics[name].tobytes(), values.tobytes(), name)
+    for field in ("full", "terminal_prices"):
+        a, b = getattr(got, field), getattr(want, field)
+        test.assertEqual(a is None, b is None, field)
+        if b is not None:
+            test.assertEqual(np.asarray(a).tobytes("F"), np.asarray(b).tobytes("F"), field)
+
+
 class BlockingAioClient:
+    """pricer_client.aio.Client driven from blocking test code, so that a
+    test of the blocking client runs unchanged on the asyncio one: each
+    method call runs its coroutine to the end on the client's own loop."""
+
     def __init__(self, *args, **kwargs):
         self._loop = asyncio.new_event_loop()
 
