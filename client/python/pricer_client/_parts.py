@@ -113,7 +113,7 @@ class Part:
         PricerError that ends the part."""
         code, details = error.code(), error.details()
         if code not in RETRYABLE_CODES:
-            raise from_rpc_error(error)
+            raise from_rpc_error(error) from None
         if self._complete():
             return 0  # it broke after the last column: calls() asks for nothing
         # A call that brought something new restarts the count: a long job
@@ -121,7 +121,7 @@ class Part:
         if self.progress() > before:
             self._retries, self._backoff = 0, FIRST_BACKOFF_SECONDS
         if self._retries == MAX_RETRIES:
-            raise from_rpc_error(error)
+            raise from_rpc_error(error) from None
         self._retries += 1
         _log.warning("%s broke with %s: %s; retry %d of %d in %.1f s", self._describe(),
                      code.name, details, self._retries, MAX_RETRIES, self._backoff)
