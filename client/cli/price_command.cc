@@ -109,6 +109,19 @@ int Report(Outcome outcome, double wall_seconds, bool json, const ResultFiles& f
   return code;
 }
 
+// --stats and the errors of each statistic.
+void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list) {
+  app.add_option("--stats", list,
+                 "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
+                 "(comma-separated; default mean,stddev,min,max)");
+  app.add_flag("--errors", options.errors,
+               "also each statistic's Monte Carlo error: standard errors of mean, stddev "
+               "and es, confidence intervals of quantiles and var (CSV columns mean_se, "
+               "var_L_lo, var_L_hi, ...)");
+  app.add_option("--error-confidence", options.error_confidence,
+                 "confidence of the --errors intervals, in (0, 1) (default 0.95)");
+}
+
 }  // namespace
 
 PriceCommand::PriceCommand(CLI::App& app)
@@ -133,9 +146,7 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--column-begin", options_.column_begin, "first scenario column to price");
   price->add_option("--column-end", options_.column_end, "one past the last column to price");
   price->add_option("--chunk-columns", options_.chunk_columns, "columns per result chunk (hint)");
-  price->add_option("--stats", stats_list_,
-                    "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
-                    "(comma-separated; default mean,stddev,min,max)");
+  AddStatisticsFlags(*price, options_, stats_list_);
   price->add_option("--correlation-file", options_.correlation_file,
                     "CSV of the N x N correlation of the issuers' shocks; with labels (a header "
                     "row, a first column), in the order of the market file's issuers");
@@ -173,8 +184,9 @@ int PriceCommand::Run(PricerClient& client) {
   }
   options_.full = !files_.full_npy.empty();
   options_.terminal_prices = !files_.prices_npy.empty();
-  // Statistics unless only files of raw values were asked for.
-  if (!stats_list_.empty() || !files_.stats_csv.empty() ||
+  // Statistics unless only files of raw values were asked for (--errors
+  // asks for statistics).
+  if (!stats_list_.empty() || !files_.stats_csv.empty() || options_.errors ||
       (!options_.full && !options_.terminal_prices)) {
     absl::StatusOr<std::vector<StatisticItem>> items =
         ParseStatisticsList(stats_list_.empty() ? "mean,stddev,min,max" : stats_list_);
@@ -184,7 +196,8 @@ int PriceCommand::Run(PricerClient& client) {
   absl::StatusOr<v1::PriceRequest> request = BuildPriceRequest(options_);
   if (!request.ok()) return Refuse(request.status().message());
   ColumnRange columns = RequestedColumns(*request);
-  PriceResults results(files_, options_.statistics);
+  PriceResults results(files_,
+                       options_.errors ? WithErrors(options_.statistics) : options_.statistics);
   ReceivedResults received;
   RunJournal journal(*request, files_);
   if (resume_) {

@@ -46,7 +46,8 @@ struct RunTotals {
 
 class PriceResults {
  public:
-  // `statistics`: the items asked for, in the order of the CSV's columns.
+  // `statistics`: the items asked for, in the order of the CSV's columns
+  // (with errors, WithErrors of them).
   PriceResults(ResultFiles files, std::vector<StatisticItem> statistics)
       : files_(std::move(files)), items_(std::move(statistics)) {}
 

@@ -58,6 +58,8 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.full = flags.full;
   o.terminal_prices = flags.terminal_prices;
   o.statistics = flags.statistics;
+  o.errors = flags.errors;
+  o.error_confidence = flags.error_confidence;
   // A file named on the command line replaces the preset's generated data.
   if (flags.market_file.has_value() && !flags.issuers.has_value()) o.issuers.reset();
   if ((flags.scenarios_file.has_value() || flags.scenario_set.has_value()) &&
@@ -165,6 +167,25 @@ absl::Status SetScenarios(const PriceOptions& o, v1::PriceRequest& request) {
   return absl::OkStatus();
 }
 
+// The statistics and, with --errors, the confidence of their intervals.
+absl::Status SetStatistics(const PriceOptions& o, v1::OutputOptions& output) {
+  if (o.error_confidence.has_value()) {
+    if (!o.errors) return absl::InvalidArgumentError("--error-confidence needs --errors");
+    if (!(*o.error_confidence > 0 && *o.error_confidence < 1)) {  // NaN fails too
+      return absl::InvalidArgumentError(
+          absl::StrCat("--error-confidence ", *o.error_confidence, " must be in (0, 1)"));
+    }
+  }
+  if (o.statistics.empty()) return absl::OkStatus();
+  v1::StatisticsSelection* selection = output.mutable_statistics();
+  *selection = ToSelection(o.statistics);
+  if (o.errors) {
+    selection->set_errors(true);
+    selection->set_error_confidence(o.error_confidence.value_or(0.95));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
@@ -175,7 +196,7 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   RETURN_IF_ERROR(SetScenarios(o, request));
   v1::OutputOptions* output = request.mutable_output();
   output->set_full(o.full);
-  if (!o.statistics.empty()) *output->mutable_statistics() = ToSelection(o.statistics);
+  RETURN_IF_ERROR(SetStatistics(o, *output));
   output->set_terminal_prices(o.terminal_prices);
   output->set_chunk_columns(o.chunk_columns.value_or(0));
   return request;

@@ -41,6 +41,10 @@ struct PriceOptions {
   // Statistics to ask for (statistics_list.h); empty: none, unless nothing
   // else is asked for either.
   std::vector<StatisticItem> statistics;
+  // StatisticsSelection.errors: each statistic's Monte Carlo error too, its
+  // intervals at error_confidence (in (0, 1), default 0.95).
+  bool errors = false;
+  std::optional<double> error_confidence;
 };
 
 // The original example: 500 issuers with spot ~ U(5, 10) and volatility ~

@@ -19,6 +19,7 @@ std::string LevelName(double level) {
 namespace {
 
 using Kind = StatisticItem::Kind;
+using Part = StatisticItem::Part;
 
 // One item as written (spaces trimmed), e.g. "var:.99" or "mean".
 absl::StatusOr<StatisticItem> ParseItem(absl::string_view text) {
@@ -102,30 +103,80 @@ v1::StatisticsSelection ToSelection(const std::vector<StatisticItem>& items) {
   return selection;
 }
 
-const google::protobuf::RepeatedField<double>* ValuesOf(const v1::ColumnStatistics& statistics,
-                                                        const StatisticItem& item) {
-  auto level = [&](const google::protobuf::RepeatedPtrField<v1::LevelValues>& levels)
-      -> const google::protobuf::RepeatedField<double>* {
-    for (const v1::LevelValues& l : levels) {
-      if (l.level() == item.level) return &l.values();
+std::vector<StatisticItem> WithErrors(const std::vector<StatisticItem>& items) {
+  std::vector<StatisticItem> columns;
+  for (const StatisticItem& item : items) {
+    columns.push_back(item);
+    auto add = [&](Part part, absl::string_view suffix) {
+      columns.push_back(
+          StatisticItem{item.kind, item.level, absl::StrCat(item.name, suffix), part});
+    };
+    switch (item.kind) {
+      case Kind::kMean:
+      case Kind::kStddev:
+      case Kind::kEs:
+        add(Part::kStandardError, "_se");
+        break;
+      case Kind::kQuantile:
+      case Kind::kVar:
+        add(Part::kLower, "_lo");
+        add(Part::kUpper, "_hi");
+        break;
+      case Kind::kMin:
+      case Kind::kMax:
+        break;
     }
-    return nullptr;
-  };
+  }
+  return columns;
+}
+
+namespace {
+
+using Doubles = google::protobuf::RepeatedField<double>;
+
+// A statistic without levels: its values, or its standard error (null: it
+// has none, as min and max).
+const Doubles* PlainPart(const Doubles& values, const Doubles* standard_error, Part part) {
+  if (part == Part::kValue) return &values;
+  return part == Part::kStandardError ? standard_error : nullptr;
+}
+
+const Doubles* LevelPart(const google::protobuf::RepeatedPtrField<v1::LevelValues>& levels,
+                         const StatisticItem& item) {
+  for (const v1::LevelValues& l : levels) {
+    if (l.level() != item.level) continue;
+    switch (item.part) {
+      case Part::kValue:
+        return &l.values();
+      case Part::kLower:
+        return &l.lower();
+      case Part::kUpper:
+        return &l.upper();
+      case Part::kStandardError:
+        return &l.standard_error();
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const Doubles* ValuesOf(const v1::ColumnStatistics& statistics, const StatisticItem& item) {
   switch (item.kind) {
     case Kind::kMean:
-      return &statistics.mean();
+      return PlainPart(statistics.mean(), &statistics.mean_standard_error(), item.part);
     case Kind::kStddev:
-      return &statistics.stddev();
+      return PlainPart(statistics.stddev(), &statistics.stddev_standard_error(), item.part);
     case Kind::kMin:
-      return &statistics.min();
+      return PlainPart(statistics.min(), nullptr, item.part);
     case Kind::kMax:
-      return &statistics.max();
+      return PlainPart(statistics.max(), nullptr, item.part);
     case Kind::kQuantile:
-      return level(statistics.quantiles());
+      return LevelPart(statistics.quantiles(), item);
     case Kind::kVar:
-      return level(statistics.var());
+      return LevelPart(statistics.var(), item);
     case Kind::kEs:
-      return level(statistics.es());
+      return LevelPart(statistics.es(), item);
   }
   return nullptr;
 }

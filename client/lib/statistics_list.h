@@ -18,11 +18,17 @@ std::string LevelName(double level);
 
 struct StatisticItem {
   enum class Kind { kMean, kStddev, kMin, kMax, kQuantile, kVar, kEs };
+  // The statistic itself, or one of its Monte Carlo errors
+  // (StatisticsSelection.errors): the bounds of its confidence interval
+  // (quantile, VaR) or its standard error (mean, stddev, ES).
+  enum class Part { kValue, kLower, kUpper, kStandardError };
   Kind kind = Kind::kMean;
   double level = 0;  // quantile, VaR and ES levels
   // The CSV column: mean, stddev, min, max, quantile_L, var_L, es_L, with L
-  // LevelName(level): var:.99 and var:0.990 are both var_0.99.
+  // LevelName(level): var:.99 and var:0.990 are both var_0.99; an error
+  // adds _lo, _hi or _se (var_0.99_lo, mean_se).
   std::string name;
+  Part part = Part::kValue;
 };
 
 // Parses a comma-separated list of mean, stddev, min, max, quantile:L
@@ -30,11 +36,17 @@ struct StatisticItem {
 // spelling of its level) is refused, naming both as written.
 absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list);
 
-// The selection that asks the server for `items`.
+// `items`, each followed by its errors: mean -> mean, mean_se; var:0.99 ->
+// var_0.99, var_0.99_lo, var_0.99_hi; es_L -> es_L, es_L_se; min and max
+// have none. The columns of the CSV when errors are asked for.
+std::vector<StatisticItem> WithErrors(const std::vector<StatisticItem>& items);
+
+// The selection that asks the server for `items` (their values; errors are
+// StatisticsSelection.errors).
 v1::StatisticsSelection ToSelection(const std::vector<StatisticItem>& items);
 
-// The values of `item` in a reply's statistics (one per column of the
-// chunk), or null when the reply lacks them.
+// The values of `item` (or of its error, by `item.part`) in a reply's
+// statistics, one per column of the chunk; null when the reply lacks the level.
 const google::protobuf::RepeatedField<double>* ValuesOf(const v1::ColumnStatistics& statistics,
                                                         const StatisticItem& item);
 

@@ -1,5 +1,6 @@
 #include "client/lib/request_options.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -216,6 +217,48 @@ TEST(BuildPriceRequest, PrecisionNamesTheLowestGemmPrecisionAllowed) {
   options.precision = "fp16";
   EXPECT_THAT(BuildPriceRequest(options).status().message(),
               HasSubstr("--precision 'fp16' is not one of fp32, tf32, bf16"));
+}
+
+TEST(BuildPriceRequest, ErrorsAskForTheErrorsAtTheirConfidence) {
+  PriceOptions options = SeedPreset();
+  auto items = ParseStatisticsList("mean,var:0.99");
+  ASSERT_TRUE(items.ok()) << items.status();
+  options.statistics = *items;
+  auto plain = BuildPriceRequest(options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->output().statistics().errors());
+  EXPECT_EQ(plain->output().statistics().error_confidence(), 0);
+
+  options.errors = true;
+  auto errors = BuildPriceRequest(options);
+  ASSERT_TRUE(errors.ok()) << errors.status();
+  EXPECT_TRUE(errors->output().statistics().errors());
+  EXPECT_EQ(errors->output().statistics().error_confidence(), 0.95);
+  EXPECT_THAT(errors->output().statistics().var(), ElementsAre(0.99));
+
+  options.error_confidence = 0.5;
+  errors = BuildPriceRequest(options);
+  ASSERT_TRUE(errors.ok()) << errors.status();
+  EXPECT_EQ(errors->output().statistics().error_confidence(), 0.5);
+}
+
+TEST(BuildPriceRequest, RefusesAnErrorConfidenceOutOfRangeOrWithoutErrors) {
+  PriceOptions options = SeedPreset();
+  auto items = ParseStatisticsList("mean");
+  ASSERT_TRUE(items.ok()) << items.status();
+  options.statistics = *items;
+  options.errors = true;
+  for (double confidence : {0.0, 1.0, -0.5, 1.5, std::nan("")}) {
+    options.error_confidence = confidence;
+    const absl::Status status = BuildPriceRequest(options).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << confidence;
+    EXPECT_THAT(status.message(), HasSubstr("--error-confidence ")) << confidence;
+    EXPECT_THAT(status.message(), HasSubstr("must be in (0, 1)")) << confidence;
+  }
+  options.error_confidence = 0.9;
+  options.errors = false;
+  EXPECT_THAT(BuildPriceRequest(options).status().message(),
+              HasSubstr("--error-confidence needs --errors"));
 }
 
 }  // namespace

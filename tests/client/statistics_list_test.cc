@@ -164,5 +164,67 @@ TEST(ValuesOf, FindsEachItemByKindAndLevel) {
   }
 }
 
+TEST(WithErrors, FollowsEachStatisticByItsErrors) {
+  auto items = ParseStatisticsList("mean,stddev,min,max,quantile:0.5,var:.99,es:0.975");
+  ASSERT_TRUE(items.ok()) << items.status();
+  const std::vector<StatisticItem> columns = WithErrors(*items);
+  EXPECT_THAT(Names(columns),
+              ElementsAre("mean", "mean_se", "stddev", "stddev_se", "min", "max", "quantile_0.5",
+                          "quantile_0.5_lo", "quantile_0.5_hi", "var_0.99", "var_0.99_lo",
+                          "var_0.99_hi", "es_0.975", "es_0.975_se"));
+  using Part = StatisticItem::Part;
+  std::vector<Part> parts;
+  for (const StatisticItem& column : columns) parts.push_back(column.part);
+  EXPECT_THAT(parts, ElementsAre(Part::kValue, Part::kStandardError, Part::kValue,
+                                 Part::kStandardError, Part::kValue, Part::kValue, Part::kValue,
+                                 Part::kLower, Part::kUpper, Part::kValue, Part::kLower,
+                                 Part::kUpper, Part::kValue, Part::kStandardError));
+  // An error is of its statistic's kind and level.
+  EXPECT_EQ(columns[10].kind, Kind::kVar);
+  EXPECT_EQ(columns[10].level, 0.99);
+  EXPECT_EQ(columns[13].kind, Kind::kEs);
+  EXPECT_EQ(columns[13].level, 0.975);
+}
+
+TEST(ValuesOf, FindsEachErrorByKindLevelAndPart) {
+  v1::ColumnStatistics s;
+  for (double v : {1.0, 2.0}) s.add_mean(v);
+  for (double v : {0.1, 0.2}) s.add_mean_standard_error(v);
+  for (double v : {3.0, 4.0}) s.add_min(v);
+  v1::LevelValues* var = AddLevel(s.mutable_var(), 0.99, {10, 11});
+  for (double v : {9.0, 9.5}) var->add_lower(v);
+  for (double v : {10.5, 12.0}) var->add_upper(v);
+  AddLevel(s.mutable_var(), 0.95, {12, 13});  // without errors
+  v1::LevelValues* q = AddLevel(s.mutable_quantiles(), 0.5, {20, 21});
+  for (double v : {19.0, 20.0}) q->add_lower(v);
+  for (double v : {21.0, 22.0}) q->add_upper(v);
+  v1::LevelValues* es = AddLevel(s.mutable_es(), 0.975, {30, 31});
+  for (double v : {0.3, 0.4}) es->add_standard_error(v);
+
+  auto items = ParseStatisticsList("mean,min,var:0.99,quantile:0.5,es:0.975,var:0.95,stddev");
+  ASSERT_TRUE(items.ok()) << items.status();
+  std::vector<std::vector<double>> found;
+  for (const StatisticItem& column : WithErrors(*items)) {
+    const google::protobuf::RepeatedField<double>* values = ValuesOf(s, column);
+    ASSERT_NE(values, nullptr) << column.name;
+    found.emplace_back(values->begin(), values->end());
+  }
+  EXPECT_THAT(found,
+              ElementsAre(ElementsAre(1, 2), ElementsAre(0.1, 0.2),                         // mean
+                          ElementsAre(3, 4),                                                // min
+                          ElementsAre(10, 11), ElementsAre(9, 9.5), ElementsAre(10.5, 12),  // var
+                          ElementsAre(20, 21), ElementsAre(19, 20), ElementsAre(21, 22),
+                          ElementsAre(30, 31), ElementsAre(0.3, 0.4),  // es
+                          // Asked for but not in the reply: empty, which the
+                          // caller refuses.
+                          ElementsAre(12, 13), ElementsAre(), ElementsAre(),  // var_0.95
+                          ElementsAre(), ElementsAre()));                     // stddev
+
+  // min and max have no error.
+  StatisticItem min_se = (*items)[1];
+  min_se.part = StatisticItem::Part::kStandardError;
+  EXPECT_EQ(ValuesOf(s, min_se), nullptr);
+}
+
 }  // namespace
 }  // namespace pricer
