@@ -42,15 +42,17 @@ print("pricer_module", u.find_spec("pricer") is not None)
 print("deps", grpc.__version__, google.protobuf.__version__, numpy.__version__)
 """
 
-# Run in the PyPI venv, which has pandas: one row per column, the same values.
+# Run in the PyPI venv, which has pandas: one row per column, the same values
+# (the statistics' errors included, each after its statistic).
 PANDAS = """
 import sys, numpy as np
 from pricer_client import Client
 with Client(sys.argv[1]) as client:
     r = client.price(issuers=20, paths=500, seed=4, scenarios=300, column_begin=100,
-                     statistics=["mean", "var:0.99"])
+                     statistics=["mean", "var:0.99"], errors=True)
 frame = r.to_pandas()
-assert list(frame.columns) == ["v0", "mean", "var_0.99"], list(frame.columns)
+assert list(frame.columns) == ["v0", "mean", "mean_se", "var_0.99", "var_0.99_lo",
+                               "var_0.99_hi"], list(frame.columns)
 assert frame.index.name == "column" and list(frame.index) == list(range(100, 300))
 for name in frame.columns:
     assert np.array_equal(frame[name].to_numpy(), r.statistics[name]), name

@@ -1,7 +1,8 @@
 """Resumable results with real pricerd servers on loopback: one of two servers
 killed with SIGKILL mid-job (the CLI finishes on the other), and the CLI
 itself killed mid-run and continued with --resume. Either way the .npy and CSV
-files are byte-identical to an uninterrupted run's."""
+files (statistics with their errors, which the journal keeps) are
+byte-identical to an uninterrupted run's."""
 
 import filecmp
 import os
@@ -29,7 +30,7 @@ ARGS = None
 BUDGET = "24MiB"
 COLUMNS = 24000
 JOB = ["--issuers", "4000", "--paths", "500", "--scenarios", str(COLUMNS), "--seed", "5",
-       "--stats", "mean,var:0.99,es:0.99", "--chunk-columns", "128"]
+       "--stats", "mean,var:0.99,es:0.99", "--errors", "--chunk-columns", "128"]
 OUTPUTS = ("full.npy", "stats.csv", "prices.npy")
 RETRY = re.compile(r"pricer: columns \[\d+, \d+\) \(\d+ missing\) broke with \d+ \w+: .*; "
                    r"retry 1 of 3 in 0\.2 s")

@@ -16,6 +16,12 @@ _PLAIN = ("mean", "stddev", "min", "max")
 # Each levelled item, its field of StatisticsSelection, and whether its
 # levels lie in the open interval (0, 1) (VaR, ES) or the closed one.
 _LEVELLED = {"quantile": ("quantiles", False), "var": ("var", True), "es": ("es", True)}
+# The errors each kind of item has with errors=True: (suffix of the name,
+# field of LevelValues, or the plain statistic's field with "{kind}_"
+# before it), in the order of the CSV's columns.
+_ERRORS = {"mean": (("_se", "standard_error"),), "stddev": (("_se", "standard_error"),),
+           "min": (), "max": (), "quantile": (("_lo", "lower"), ("_hi", "upper")),
+           "var": (("_lo", "lower"), ("_hi", "upper")), "es": (("_se", "standard_error"),)}
 _PRECISIONS = {"fp32": pricer_pb2.PRECISION_FP32, "tf32": pricer_pb2.PRECISION_TF32,
                "bf16": pricer_pb2.PRECISION_BF16}
 
@@ -56,7 +62,7 @@ def _vector(name, values):
 
 def statistics_selection(items: Sequence[str]):
     """The StatisticsSelection for items such as "mean", "var:0.99"; and
-    (name, kind, level) per item, named as the CLI's CSV columns
+    (name, kind, level, "values") per item, named as the CLI's CSV columns
     ("var_0.99"). The same item twice ("var:.99", "var:0.990") is refused."""
     if isinstance(items, str):
         raise TypeError(f"statistics must be a list of items, not the string {items!r}")
@@ -86,10 +92,32 @@ def statistics_selection(items: Sequence[str]):
             raise ValueError(f"statistics items {given[name]!r} and {item!r} are the same "
                              f"item ({name})")
         given[name] = item
-        named.append((name, kind, level))
+        named.append((name, kind, level, "values"))
     if not named:
         raise ValueError("statistics is empty: give None for no statistics")
     return selection, named
+
+
+def with_errors(named):
+    """Each (name, kind, level, "values") of `named` followed by its errors,
+    as the CLI's --errors names them: mean, mean_se, var_0.99, var_0.99_lo,
+    var_0.99_hi, ...; the part is a field of LevelValues ("lower", "upper",
+    "standard_error"), for mean and stddev "standard_error"."""
+    columns = []
+    for name, kind, level, part in named:
+        columns.append((name, kind, level, part))
+        columns.extend((name + suffix, kind, level, error) for suffix, error in _ERRORS[kind])
+    return columns
+
+
+def _errors_and_confidence(errors, error_confidence):
+    if not isinstance(errors, bool):
+        raise TypeError(f"errors must be True or False, not {errors!r}")
+    if isinstance(error_confidence, bool) or not isinstance(error_confidence, numbers.Real):
+        raise TypeError(f"error_confidence must be a number, not {error_confidence!r}")
+    if not 0 < error_confidence < 1:  # NaN fails too
+        raise ValueError(f"error_confidence is {error_confidence}: must be in (0, 1)")
+    return float(error_confidence)
 
 
 def _set_market(request, spot, volatility, issuers, seed, correlation):
@@ -156,12 +184,14 @@ def _check_full(full):
 
 def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, correlation,
                   antithetic, scenarios, scenario_set, column_begin, column_end, statistics,
-                  full, terminal_prices, priority, precision):
-    """(the PriceRequest of Client.price()'s arguments, (name, kind, level)
-    of each statistics item)."""
+                  errors, error_confidence, full, terminal_prices, priority, precision):
+    """(the PriceRequest of Client.price()'s arguments, (name, kind, level,
+    part) of each statistics column: with errors, each item's errors after
+    it)."""
     if precision not in _PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one of fp32, tf32, bf16")
     _check_full(full)
+    error_confidence = _errors_and_confidence(errors, error_confidence)
     request = pricer_pb2.PriceRequest(
         paths=_integer("paths", paths, 1), seed=_integer("seed", seed, 0, 2**64 - 1),
         rate=_number("rate", rate), maturity=_number("maturity", maturity),
@@ -179,7 +209,12 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
     named = []
     if statistics is not None:
         selection, named = statistics_selection(statistics)
+        if errors:
+            selection.errors, selection.error_confidence = True, error_confidence
+            named = with_errors(named)
         request.output.statistics.CopyFrom(selection)
+    elif errors:
+        raise ValueError("errors=True needs statistics (the errors are theirs)")
     request.output.full = full is not False
     request.output.terminal_prices = bool(terminal_prices)
     if not (named or request.output.full or request.output.terminal_prices):

@@ -53,9 +53,17 @@ class PriceResult:
                 out.write(",".join([str(self.column_begin + k), *row]) + "\n")
 
 
-def _levels(statistics, kind):
+def _values(statistics, kind, level, part):
+    """One statistics column's array in a chunk's ColumnStatistics: a
+    statistic's values or one of its errors (`part`, see
+    _requests.with_errors); None when the chunk lacks the level."""
+    if level is None:
+        return getattr(statistics, kind if part == "values" else f"{kind}_{part}")
     field = {"quantile": statistics.quantiles, "var": statistics.var, "es": statistics.es}[kind]
-    return {entry.level: entry.values for entry in field}
+    for entry in field:
+        if entry.level == level:
+            return getattr(entry, part)
+    return None
 
 
 def _full_array(full, shape):
@@ -75,10 +83,10 @@ def _full_array(full, shape):
 
 class Results:
     """The arrays of one price() call, filled by the replies of all its calls
-    (parts and retries; thread-safe). `named`: (name, kind, level) of each
-    statistics item; `span`: the whole column range, or None to take it from
-    the first `accepted`; `progress(columns done, columns)`: called after
-    each chunk, or None."""
+    (parts and retries; thread-safe). `named`: (name, kind, level, part) of
+    each statistics column (_requests.price_request); `span`: the whole
+    column range, or None to take it from the first `accepted`;
+    `progress(columns done, columns)`: called after each chunk, or None."""
 
     def __init__(self, named, full, span,
                  progress: Optional[Callable[[int, int], None]] = None):
@@ -99,7 +107,7 @@ class Results:
                 return
             begin, end = self._span or (accepted.column_begin, accepted.column_end)
             sc = _full_array(self._full, (accepted.paths, end - begin))
-            names = ["v0"] + [name for name, _, _ in self._named]
+            names = ["v0"] + [name for name, *_ in self._named]
             self._result = PriceResult(begin, end, accepted.paths, accepted.issuers,
                                        {name: np.full(end - begin, np.nan) for name in names},
                                        sc, None, 0.0, 0.0)
@@ -118,15 +126,19 @@ class Results:
                 r.full[:, window] = np.frombuffer(chunk.values, dtype="<f4").reshape(
                     (chunk.column_end - chunk.column_begin, chunk.rows)).T
             if chunk.HasField("statistics"):
-                s = chunk.statistics
-                r.statistics["v0"][window] = s.v0
-                for name, kind, level in self._named:
-                    r.statistics[name][window] = (getattr(s, kind) if level is None
-                                                  else _levels(s, kind)[level])
+                self._take_statistics(r, chunk.statistics, window)
             self._columns_done += chunk.column_end - chunk.column_begin
             done, total = self._columns_done, r.column_end - r.column_begin
         if self._progress is not None:
             self._progress(done, total)
+
+    def _take_statistics(self, r, statistics, window):
+        count = window.stop - window.start
+        for name, kind, level, part in [("v0", "v0", None, "values"), *self._named]:
+            values = _values(statistics, kind, level, part)
+            if values is None or len(values) != count:
+                raise contradiction(f"no {name} for {count} columns")
+            r.statistics[name][window] = values
 
     def prices(self, begin, end, rows, values):
         with self._lock:

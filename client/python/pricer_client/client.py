@@ -89,6 +89,8 @@ class Client:
               scenario_set: Optional[str] = None,
               column_begin: int = 0, column_end: int = 0,
               statistics: Optional[Iterable[str]] = ("mean", "stddev", "min", "max"),
+              errors: bool = False,
+              error_confidence: float = 0.95,
               full: Union[bool, np.ndarray, str] = False,
               terminal_prices: bool = False,
               priority: int = 0,
@@ -102,6 +104,11 @@ class Client:
         the original example (spot U(5,10), volatility U(0,1), keyed by seed).
         The scenarios: an int M (generated U(0,1) columns keyed by seed), an
         N x M array sent inline, or `scenario_set`, an id from upload().
+        `errors`: also each statistic's Monte Carlo error, right after it in
+        the result's statistics, named as the CLI's --errors columns:
+        "mean_se", "stddev_se", "es_L_se" (standard errors), "var_L_lo",
+        "var_L_hi", "quantile_L_lo", "quantile_L_hi" (the bounds of a
+        confidence interval at `error_confidence`, in (0, 1)); min, max: none.
         `full`: False; True (a new P x columns float32 array); a preallocated
         float32 array of that shape (Fortran order keeps each chunk one
         contiguous write); or a path, which becomes a memory-mapped .npy.
@@ -125,8 +132,9 @@ class Client:
             volatility=volatility, issuers=issuers, correlation=correlation,
             antithetic=antithetic, scenarios=scenarios, scenario_set=scenario_set,
             column_begin=column_begin, column_end=column_end, statistics=statistics,
-            full=full, terminal_prices=terminal_prices, priority=priority,
-            precision=precision, split=split, timeout=timeout, progress=progress)
+            errors=errors, error_confidence=error_confidence, full=full,
+            terminal_prices=terminal_prices, priority=priority, precision=precision,
+            split=split, timeout=timeout, progress=progress)
         if call.parts > 1:
             self._connect_to_every_server(call.parts)
         run_parts(self._stub, call.request, call.span, call.parts, call.results, call.deadline)
