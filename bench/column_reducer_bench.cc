@@ -7,10 +7,12 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "server/backends/cpu/column_reducer.h"
+#include "server/model/statistic_errors.h"
 
 namespace pricer {
 namespace {
@@ -32,9 +34,13 @@ void Reduce(benchmark::State& state, const StatisticsSelection& selection,
   ColumnStatistics out;
   out.Resize(selection, kColumns);
   ColumnReducer reducer(selection, kPaths, 0.98, kernel);
+  std::optional<ColumnErrors> errors;
+  if (selection.errors) errors.emplace(selection, kPaths, 0.98, /*antithetic=*/false);
   for (auto _ : state) {
-    for (int64_t k = 0; k < kColumns; ++k)
+    for (int64_t k = 0; k < kColumns; ++k) {
       reducer.Reduce(values.data() + k * kPaths, 1800, k, &out);
+      if (errors.has_value()) errors->Compute(values.data() + k * kPaths, k, &out);
+    }
     benchmark::DoNotOptimize(out.v0.data());
   }
   state.SetItemsProcessed(state.iterations() * kColumns);
@@ -65,6 +71,12 @@ StatisticsSelection StatsMode() {
 void BM_StatsMode(benchmark::State& state) { Reduce(state, StatsMode()); }
 void BM_StatsModePortable(benchmark::State& state) {
   Reduce(state, StatsMode(), ReducerKernel::kPortable);
+}
+// The same with the Monte Carlo error of each statistic (statistic_errors.h).
+void BM_StatsModeErrors(benchmark::State& state) {
+  StatisticsSelection s = StatsMode();
+  s.errors = true;
+  Reduce(state, s);
 }
 
 void BM_GemmPerColumn(benchmark::State& state) {
@@ -99,6 +111,7 @@ BENCHMARK(BM_VarEs);
 BENCHMARK(BM_Median);
 BENCHMARK(BM_StatsMode);
 BENCHMARK(BM_StatsModePortable);
+BENCHMARK(BM_StatsModeErrors);
 BENCHMARK(BM_GemmPerColumn)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace pricer {
 namespace {
@@ -25,12 +26,18 @@ bool StatisticsSelection::any() const { return moments() || order_levels() > 0; 
 
 int64_t StatisticsSelection::values_per_column() const {
   if (!any()) return 0;
-  return 1 + mean + stddev + min + max + order_levels();
+  const int64_t errors_per_column =
+      errors ? mean + stddev + 2 * static_cast<int64_t>(quantiles.size() + var.size()) +
+                   static_cast<int64_t>(es.size())
+             : 0;
+  return 1 + mean + stddev + min + max + order_levels() + errors_per_column;
 }
 
 int64_t ColumnStatistics::values() const {
-  size_t n = v0.size() + mean.size() + stddev.size() + min.size() + max.size();
-  for (const auto* levels : {&quantiles, &var, &es}) {
+  size_t n = v0.size() + mean.size() + stddev.size() + min.size() + max.size() + mean_se.size() +
+             stddev_se.size();
+  for (const auto* levels :
+       {&quantiles, &var, &es, &quantiles_lo, &quantiles_hi, &var_lo, &var_hi, &es_se}) {
     for (const auto& level : *levels) n += level.size();
   }
   return static_cast<int64_t>(n);
@@ -46,6 +53,16 @@ void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t colu
   quantiles.assign(selection.quantiles.size(), std::vector<double>(n));
   var.assign(selection.var.size(), std::vector<double>(n));
   es.assign(selection.es.size(), std::vector<double>(n));
+  const bool e = selection.errors;
+  mean_se.assign(e && selection.mean ? n : 0, 0.0);
+  stddev_se.assign(e && selection.stddev ? n : 0, 0.0);
+  for (auto [levels, count] :
+       {std::pair{&quantiles_lo, selection.quantiles.size()},
+        std::pair{&quantiles_hi, selection.quantiles.size()},
+        std::pair{&var_lo, selection.var.size()}, std::pair{&var_hi, selection.var.size()},
+        std::pair{&es_se, selection.es.size()}}) {
+    levels->assign(e ? count : 0, std::vector<double>(n));
+  }
 }
 
 void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first, int64_t count) {
@@ -54,10 +71,33 @@ void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first,
   Append(stddev, other.stddev, first, count);
   Append(min, other.min, first, count);
   Append(max, other.max, first, count);
-  for (auto [to, from] : {std::pair{&quantiles, &other.quantiles}, std::pair{&var, &other.var},
-                          std::pair{&es, &other.es}}) {
+  Append(mean_se, other.mean_se, first, count);
+  Append(stddev_se, other.stddev_se, first, count);
+  for (auto [to, from] :
+       {std::pair{&quantiles, &other.quantiles}, std::pair{&var, &other.var},
+        std::pair{&es, &other.es}, std::pair{&quantiles_lo, &other.quantiles_lo},
+        std::pair{&quantiles_hi, &other.quantiles_hi}, std::pair{&var_lo, &other.var_lo},
+        std::pair{&var_hi, &other.var_hi}, std::pair{&es_se, &other.es_se}}) {
     to->resize(from->size());
     for (size_t l = 0; l < from->size(); ++l) Append((*to)[l], (*from)[l], first, count);
+  }
+}
+
+void PortfolioValues(const float* positions, int64_t issuers, const double* spot, int64_t count,
+                     double* v0) {
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const float* a = positions + j * issuers;
+    double sums[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < issuers; ++i) {
+      for (int l = 0; l < 4; ++l) sums[l] += a[l * issuers + i] * spot[i];
+    }
+    std::copy(sums, sums + 4, v0 + j);
+  }
+  for (; j < count; ++j) {
+    double sum = 0;
+    for (int64_t i = 0; i < issuers; ++i) sum += positions[j * issuers + i] * spot[i];
+    v0[j] = sum;
   }
 }
 

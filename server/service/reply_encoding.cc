@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace pricer {
 namespace {
@@ -69,14 +71,25 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
     stats->mutable_stddev()->Assign(s.stddev.begin(), s.stddev.end());
     stats->mutable_min()->Assign(s.min.begin(), s.min.end());
     stats->mutable_max()->Assign(s.max.begin(), s.max.end());
-    for (auto [levels, values, to] :
-         {std::tuple{&selection.quantiles, &s.quantiles, stats->mutable_quantiles()},
-          std::tuple{&selection.var, &s.var, stats->mutable_var()},
-          std::tuple{&selection.es, &s.es, stats->mutable_es()}}) {
+    stats->mutable_mean_standard_error()->Assign(s.mean_se.begin(), s.mean_se.end());
+    stats->mutable_stddev_standard_error()->Assign(s.stddev_se.begin(), s.stddev_se.end());
+    using Levels = std::vector<std::vector<double>>;
+    static const Levels kNone;
+    for (auto [levels, values, lower, upper, standard_error, to] :
+         {std::tuple{&selection.quantiles, &s.quantiles, &s.quantiles_lo, &s.quantiles_hi, &kNone,
+                     stats->mutable_quantiles()},
+          std::tuple{&selection.var, &s.var, &s.var_lo, &s.var_hi, &kNone, stats->mutable_var()},
+          std::tuple{&selection.es, &s.es, &kNone, &kNone, &s.es_se, stats->mutable_es()}}) {
       for (size_t l = 0; l < levels->size(); ++l) {
         v1::LevelValues* level = to->Add();
         level->set_level((*levels)[l]);
         level->mutable_values()->Assign((*values)[l].begin(), (*values)[l].end());
+        // The errors, when they were asked for (else these are empty).
+        for (auto [from, field] :
+             {std::pair{lower, level->mutable_lower()}, std::pair{upper, level->mutable_upper()},
+              std::pair{standard_error, level->mutable_standard_error()}}) {
+          if (l < from->size()) field->Assign((*from)[l].begin(), (*from)[l].end());
+        }
       }
     }
   }

@@ -120,7 +120,16 @@ absl::StatusOr<StatisticsSelection> ToStatistics(const v1::StatisticsSelection& 
         std::tuple{"output.statistics.es", &request.es(), &selection.es, true}}) {
     ASSIGN_OR_RETURN(*to, ToLevels(field, *from, open));
   }
-  if (!selection.any()) return StatisticsSelection::Basic();
+  if (!selection.any()) selection = StatisticsSelection::Basic();
+  selection.errors = request.errors();
+  const double confidence = request.error_confidence();
+  if (confidence != 0) {
+    if (!(confidence > 0 && confidence < 1)) {
+      return Invalid("output.statistics.error_confidence", confidence,
+                     "must be in (0, 1), or 0 for 0.95");
+    }
+    selection.error_confidence = confidence;
+  }
   return selection;
 }
 

@@ -17,6 +17,7 @@
 #include "server/backends/cpu/column_reducer.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
+#include "server/model/statistic_errors.h"
 
 namespace pricer {
 namespace {
@@ -276,8 +277,8 @@ class CpuDeviceJob : public DeviceJob {
   // The kept columns of the block at `first` (`count` columns) of a shard,
   // whose positions are `a` and whose values are `sc`: their statistics while
   // they are in cache, their values copied out unless `sc` is the output.
-  void KeepBlock(const Shard& shard, int64_t first, int64_t count, const float* a,
-                 const float* sc, double discount, ShardOutput* out) const {
+  void KeepBlock(const Shard& shard, int64_t first, int64_t count, const float* a, const float* sc,
+                 double discount, ShardOutput* out) const {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
     const StatisticsSelection& selection = spec_.output.statistics;
@@ -285,12 +286,14 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t column_begin = std::max(block_begin, shard.out_begin);
     const int64_t column_end = std::min(block_begin + count, shard.out_end);
     std::optional<ColumnReducer> reducer;
+    std::optional<ColumnErrors> errors;
     std::vector<double> v0;
     if (selection.any()) {
       reducer.emplace(selection, paths, discount);
+      if (selection.errors) errors.emplace(selection, paths, discount, spec_.antithetic);
       v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
-      PortfolioValues(a + (column_begin - block_begin) * issuers, static_cast<int64_t>(v0.size()),
-                      v0.data());
+      PortfolioValues(a + (column_begin - block_begin) * issuers, issuers, spec_.market.spot.data(),
+                      static_cast<int64_t>(v0.size()), v0.data());
     }
     for (int64_t column = column_begin; column < column_end; ++column) {
       const float* values = sc + (column - block_begin) * paths;
@@ -298,32 +301,11 @@ class CpuDeviceJob : public DeviceJob {
       if (reducer.has_value()) {
         reducer->Reduce(values, v0[static_cast<size_t>(column - column_begin)], k,
                         &out->statistics);
+        if (errors.has_value()) errors->Compute(values, k, &out->statistics);
       }
       if (spec_.output.full && out->values.data() + k * paths != values) {
         std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
       }
-    }
-  }
-
-  // V0 of `count` columns of A (N x count): v0[j] = sum_i A[i, j] S0[i] in
-  // float64 in the order of i, four columns at a time so that their chains
-  // of adds overlap (one at a time took a tenth of a column's statistics).
-  void PortfolioValues(const float* positions, int64_t count, double* v0) const {
-    const int64_t issuers = spec_.market.issuers();
-    const double* spot = spec_.market.spot.data();
-    int64_t j = 0;
-    for (; j + 4 <= count; j += 4) {
-      const float* a = positions + j * issuers;
-      double sums[4] = {0, 0, 0, 0};
-      for (int64_t i = 0; i < issuers; ++i) {
-        for (int l = 0; l < 4; ++l) sums[l] += a[l * issuers + i] * spot[i];
-      }
-      std::copy(sums, sums + 4, v0 + j);
-    }
-    for (; j < count; ++j) {
-      double sum = 0;
-      for (int64_t i = 0; i < issuers; ++i) sum += positions[j * issuers + i] * spot[i];
-      v0[j] = sum;
     }
   }
 

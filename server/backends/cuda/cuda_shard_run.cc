@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_status.h"
+#include "server/model/statistic_errors.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -109,7 +110,7 @@ class ShardRun {
                               CUDA_R_32F, paths, slot_.a.data() + first * issuers, CUDA_R_32F,
                               issuers, &zero, slot_.sc.data() + first * paths, CUDA_R_32F, paths,
                               ComputeType(spec_.precision), CUBLAS_GEMM_DEFAULT)));
-      if (spec_.output.full) RETURN_IF_ERROR(CopyKeptValues(b));
+      if (spec_.output.host_values()) RETURN_IF_ERROR(CopyKeptValues(b));
     }
     return PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.multiplied.get(), compute));
   }
@@ -221,6 +222,13 @@ class ShardRun {
       for (std::vector<double>& level : *levels) {
         std::copy(row(r), row(r) + kept, level.begin());
         ++r;
+      }
+    }
+    // The errors on the host, from the values copied back for them.
+    if (selection.errors) {
+      ColumnErrors errors(selection, spec_.paths, discount(), spec_.antithetic);
+      for (int64_t k = 0; k < kept; ++k) {
+        errors.Compute(slot_.values_host.data() + k * spec_.paths, k, &out->statistics);
       }
     }
   }

@@ -52,7 +52,7 @@ absl::Status AllocatePinnedBuffers(const JobSpec& spec, const std::string& devic
     RETURN_IF_ERROR(PinnedArray<float>::Allocate(buffers.a_block.elements, "pinned scenario block",
                                                  device, &slot.a_host));
   }
-  if (spec.output.full) {
+  if (spec.output.host_values()) {
     RETURN_IF_ERROR(PinnedArray<float>::Allocate(buffers.sc_block.elements, "pinned result block",
                                                  device, &slot.values_host));
   }

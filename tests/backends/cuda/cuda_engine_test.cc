@@ -77,6 +77,37 @@ void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& c
   }
 }
 
+// The errors of `gpu` against `cpu` (both computed on the host by
+// ColumnErrors, from values that differ by the GEMM's rounding): standard
+// errors within 1e-3, interval bounds within 1e-2 of the column's mean or V0
+// (a count one higher moves a bound by one order statistic).
+void ExpectErrorsNear(const ColumnStatistics& gpu, const ColumnStatistics& cpu) {
+  for (int64_t j = 0; j < cpu.columns(); ++j) {
+    const double mean = std::abs(cpu.mean[j]), v0 = std::abs(cpu.v0[j]);
+    // Within `relative` of `scale`, or of the value itself when it is 0.
+    auto near = [&](const std::vector<double>& g, const std::vector<double>& c, double relative,
+                    double scale, const char* what) {
+      ASSERT_EQ(g.size(), c.size()) << what;
+      if (c.empty()) return;
+      const double tolerance = relative * (scale > 0 ? scale : std::abs(c[j]));
+      EXPECT_NEAR(g[j], c[j], tolerance) << what << " of column " << j;
+    };
+    near(gpu.mean_se, cpu.mean_se, 1e-3, 0, "mean_se");
+    near(gpu.stddev_se, cpu.stddev_se, 1e-3, 0, "stddev_se");
+    for (size_t l = 0; l < cpu.quantiles_lo.size(); ++l) {
+      near(gpu.quantiles_lo[l], cpu.quantiles_lo[l], 1e-2, mean, "quantile lower");
+      near(gpu.quantiles_hi[l], cpu.quantiles_hi[l], 1e-2, mean, "quantile upper");
+    }
+    for (size_t l = 0; l < cpu.var_lo.size(); ++l) {
+      near(gpu.var_lo[l], cpu.var_lo[l], 1e-2, v0, "VaR lower");
+      near(gpu.var_hi[l], cpu.var_hi[l], 1e-2, v0, "VaR upper");
+    }
+    for (size_t l = 0; l < cpu.es_se.size(); ++l) {
+      near(gpu.es_se[l], cpu.es_se[l], 1e-3, 0, "ES se");
+    }
+  }
+}
+
 // --- Without a GPU ------------------------------------------------------------
 
 TEST(CudaWithoutGpuTest, AJobFailsNamingTheDeviceAndTheCallAndTheDeviceIsLost) {
@@ -192,6 +223,21 @@ TEST(CudaEngineTest, GeneratedScenarioResultsAndStatisticsMatchTheCpuBackend) {
   spec.market.correlation_factor = EqualCorrelationFactor(53, 0.25);
   spec.antithetic = true;
   ExpectResultsNear(spec, 1e-5);
+}
+
+// The errors come from SC copied back to the host (the statistics stay on
+// the GPU); with antithetic pairs too.
+TEST(CudaEngineTest, StatisticErrorsMatchTheCpuBackend) {
+  REQUIRE_GPU();
+  JobSpec spec = RiskSpec(ScenarioMatrix::Generated(40, 900, 5, 0.0f, 1.0f));
+  spec.output.full = false;
+  spec.output.statistics.errors = true;
+  for (bool antithetic : {false, true}) {
+    spec.antithetic = antithetic;
+    const Comparison c = RunBoth(spec);
+    ExpectStatisticsNear(c.gpu.statistics, c.cpu.statistics, 1e-5);
+    ExpectErrorsNear(c.gpu.statistics, c.cpu.statistics);
+  }
 }
 
 TEST(CudaEngineTest, TensorFloat32ResultsAreWithinItsTolerance) {

@@ -14,24 +14,28 @@ PRECISION_FP32: Precision
 PRECISION_TF32: Precision
 
 class ColumnStatistics(_message.Message):
-    __slots__ = ["es", "max", "mean", "min", "quantiles", "stddev", "v0", "var"]
+    __slots__ = ["es", "max", "mean", "mean_standard_error", "min", "quantiles", "stddev", "stddev_standard_error", "v0", "var"]
     ES_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     MEAN_FIELD_NUMBER: _ClassVar[int]
+    MEAN_STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
     MIN_FIELD_NUMBER: _ClassVar[int]
     QUANTILES_FIELD_NUMBER: _ClassVar[int]
     STDDEV_FIELD_NUMBER: _ClassVar[int]
+    STDDEV_STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
     V0_FIELD_NUMBER: _ClassVar[int]
     VAR_FIELD_NUMBER: _ClassVar[int]
     es: _containers.RepeatedCompositeFieldContainer[LevelValues]
     max: _containers.RepeatedScalarFieldContainer[float]
     mean: _containers.RepeatedScalarFieldContainer[float]
+    mean_standard_error: _containers.RepeatedScalarFieldContainer[float]
     min: _containers.RepeatedScalarFieldContainer[float]
     quantiles: _containers.RepeatedCompositeFieldContainer[LevelValues]
     stddev: _containers.RepeatedScalarFieldContainer[float]
+    stddev_standard_error: _containers.RepeatedScalarFieldContainer[float]
     v0: _containers.RepeatedScalarFieldContainer[float]
     var: _containers.RepeatedCompositeFieldContainer[LevelValues]
-    def __init__(self, mean: _Optional[_Iterable[float]] = ..., stddev: _Optional[_Iterable[float]] = ..., min: _Optional[_Iterable[float]] = ..., max: _Optional[_Iterable[float]] = ..., v0: _Optional[_Iterable[float]] = ..., quantiles: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., var: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., es: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ...) -> None: ...
+    def __init__(self, mean: _Optional[_Iterable[float]] = ..., stddev: _Optional[_Iterable[float]] = ..., min: _Optional[_Iterable[float]] = ..., max: _Optional[_Iterable[float]] = ..., v0: _Optional[_Iterable[float]] = ..., quantiles: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., var: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., es: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., mean_standard_error: _Optional[_Iterable[float]] = ..., stddev_standard_error: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class DevicePlan(_message.Message):
     __slots__ = ["device", "resident_bytes", "shard_bytes", "shards_in_flight"]
@@ -112,12 +116,18 @@ class JobFinished(_message.Message):
     def __init__(self, elapsed_seconds: _Optional[float] = ..., flops: _Optional[float] = ..., bytes: _Optional[int] = ..., gemm_seconds: _Optional[float] = ..., statistics_seconds: _Optional[float] = ...) -> None: ...
 
 class LevelValues(_message.Message):
-    __slots__ = ["level", "values"]
+    __slots__ = ["level", "lower", "standard_error", "upper", "values"]
     LEVEL_FIELD_NUMBER: _ClassVar[int]
+    LOWER_FIELD_NUMBER: _ClassVar[int]
+    STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
+    UPPER_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     level: float
+    lower: _containers.RepeatedScalarFieldContainer[float]
+    standard_error: _containers.RepeatedScalarFieldContainer[float]
+    upper: _containers.RepeatedScalarFieldContainer[float]
     values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, level: _Optional[float] = ..., values: _Optional[_Iterable[float]] = ...) -> None: ...
+    def __init__(self, level: _Optional[float] = ..., values: _Optional[_Iterable[float]] = ..., lower: _Optional[_Iterable[float]] = ..., upper: _Optional[_Iterable[float]] = ..., standard_error: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class Market(_message.Message):
     __slots__ = ["correlation", "explicit", "generated"]
@@ -254,7 +264,9 @@ class Scenarios(_message.Message):
     def __init__(self, matrix: _Optional[_Union[Matrix, _Mapping]] = ..., generated: _Optional[_Union[GeneratedScenarios, _Mapping]] = ..., scenario_set: _Optional[str] = ...) -> None: ...
 
 class StatisticsSelection(_message.Message):
-    __slots__ = ["es", "max", "mean", "min", "quantiles", "stddev", "var"]
+    __slots__ = ["error_confidence", "errors", "es", "max", "mean", "min", "quantiles", "stddev", "var"]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     ES_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     MEAN_FIELD_NUMBER: _ClassVar[int]
@@ -262,6 +274,8 @@ class StatisticsSelection(_message.Message):
     QUANTILES_FIELD_NUMBER: _ClassVar[int]
     STDDEV_FIELD_NUMBER: _ClassVar[int]
     VAR_FIELD_NUMBER: _ClassVar[int]
+    error_confidence: float
+    errors: bool
     es: _containers.RepeatedScalarFieldContainer[float]
     max: bool
     mean: bool
@@ -269,7 +283,7 @@ class StatisticsSelection(_message.Message):
     quantiles: _containers.RepeatedScalarFieldContainer[float]
     stddev: bool
     var: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ...) -> None: ...
+    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ..., errors: bool = ..., error_confidence: _Optional[float] = ...) -> None: ...
 
 class TerminalPricesChunk(_message.Message):
     __slots__ = ["issuer_begin", "issuer_end", "rows", "values"]
