@@ -12,7 +12,6 @@ import re
 import select
 import subprocess
 import sys
-import tempfile
 import time
 import tty
 import unittest
@@ -20,7 +19,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import WHOLE_BUDGET, Server, run_cli  # noqa: E402
+from pricerd_fixture import WHOLE_BUDGET, CliTestCase, run_cli  # noqa: E402
 
 ARGS = None
 JOB = ["--issuers", "3", "--paths", "1000", "--scenarios", "400", "--seed", "1"]
@@ -42,19 +41,9 @@ def logged_jobs(server, since=0):
     return ranges, len(log)
 
 
-class OutputsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server(ARGS.pricerd, device_memory=BUDGET, flags=WHOLE_BUDGET)
-        cls.dir = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.dir.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir.name, name)
+class OutputsTest(CliTestCase):
+    device_memory = BUDGET
+    server_flags = WHOLE_BUDGET
 
     def pricer(self, *args):
         return run_cli(ARGS.pricer, "price", "--target", self.server.target, *args)
@@ -221,4 +210,5 @@ class OutputsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     ARGS, rest = parse_binaries()
+    CliTestCase.binaries = ARGS
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

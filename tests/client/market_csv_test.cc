@@ -6,6 +6,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/client/temp_file.h"
 
 namespace pricer {
 namespace {
@@ -13,20 +14,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-// A file in the temporary directory, removed at the end of the test.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& text)
-      : path_((std::filesystem::temp_directory_path() / name).string()) {
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string MarketError(const std::string& text) {
   TempFile file("market_csv_error.csv", text);

@@ -55,10 +55,12 @@ class CliTestCase(unittest.TestCase):
 
     binaries = None
     server_flags = ()
+    device_memory = "1GiB"
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(cls.binaries.pricerd, flags=cls.server_flags)
+        cls.server = Server(cls.binaries.pricerd, device_memory=cls.device_memory,
+                            flags=cls.server_flags)
         cls.dir = tempfile.TemporaryDirectory()
 
     @classmethod

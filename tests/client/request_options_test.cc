@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pricer/v1/client_protocol.pb.h"
+#include "tests/client/temp_file.h"
 
 namespace pricer {
 namespace {
@@ -111,20 +112,6 @@ TEST(BuildPriceRequest, SaysWhatIsMissing) {
   EXPECT_NE(BuildPriceRequest(options).status().message().find("--preset 'other'"),
             absl::string_view::npos);
 }
-
-// A file in the temporary directory, removed at the end of the test.
-class TempFile {
- public:
-  TempFile(const std::string& name, const std::string& text)
-      : path_((std::filesystem::temp_directory_path() / name).string()) {
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 TEST(BuildPriceRequest, CarriesCorrelationAntitheticAndStatistics) {
   TempFile file("request_options_request_correlation.csv", "1,0.3\n0.3,1\n");

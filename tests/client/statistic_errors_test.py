@@ -10,13 +10,12 @@ call."""
 import os
 import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import Server  # noqa: E402  (the same fixture)
+from pricerd_fixture import CliTestCase  # noqa: E402  (the same fixture)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
@@ -56,19 +55,7 @@ def read_csv(path):
     return names[1:], {name: rows[:, k + 1] for k, name in enumerate(names[1:])}, text
 
 
-class StatisticErrorsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server(ARGS.pricerd)
-        cls.dir = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.dir.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir.name, name)
+class StatisticErrorsTest(CliTestCase):
 
     def pricer(self, *args):
         return subprocess.run([ARGS.pricer, "price", "--target", self.server.target, *args],
@@ -209,4 +196,5 @@ class ResultsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     ARGS, rest = parse_binaries()
+    CliTestCase.binaries = ARGS
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
