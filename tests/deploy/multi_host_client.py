@@ -30,11 +30,15 @@ def main():
     for run in (1, 2):
         if run == 2:
             sys.stdin.readline()
-            # A client in use. An idle Python channel reads nothing: the
-            # servers' GOAWAYs would wait for the next call, then every
-            # connection would go and come back at once, and a part would
-            # miss a server that reconnected a few milliseconds late.
-            while time.monotonic() < first_call + wait:
+            # A client in use, from the moment the name changed: the resolver
+            # must resolve again after that (a first run longer than `wait`,
+            # on a slow machine, must not let the second start before). An
+            # idle Python channel reads nothing: the servers' GOAWAYs would
+            # wait for the next call, then every connection would go and come
+            # back at once, and a part would miss a server that reconnected a
+            # few milliseconds late.
+            named = time.monotonic()
+            while time.monotonic() < named + wait:
                 client.devices()
                 time.sleep(0.2)
         started = time.monotonic()
