@@ -26,8 +26,8 @@ from cli_numpy_test import quantile  # noqa: E402  (pricer.proto's quantile rule
 from pricer_client._proto import pricer_pb2  # noqa: E402
 from pricer_calls import OK  # noqa: E402
 from pricer_client import Client  # noqa: E402
-from pricer_client._requests import column_span, price_request  # noqa: E402
-from pricer_client._results import Results  # noqa: E402
+from pricer_client._calls import prepare_price  # noqa: E402
+from pricer_client._requests import statistics_selection  # noqa: E402
 from pricerd_process import rss_bytes  # noqa: E402
 
 MIB = 1 << 20
@@ -38,14 +38,10 @@ PRICE_DEFAULTS = {name: p.default for name, p in inspect.signature(Client.price)
                   if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
-def request_of(job):
-    """(the PriceRequest of Client.price(**job), (name, kind, level) of each
-    statistics item)."""
-    args = {**PRICE_DEFAULTS, **job}
-    for unused in ("split", "timeout"):
-        args.pop(unused)
-    args["full"] = args["full"] is not False
-    return price_request(**args)
+def prepared(job):
+    """Client.price(**job)'s checked request and the Results its replies go
+    to (pricer_client._calls.PreparedPrice)."""
+    return prepare_price(**{**PRICE_DEFAULTS, **job})
 
 
 class Streamed:
@@ -81,9 +77,9 @@ def stream_price(stub, job, *, chunk_columns=0, pause=0.0, cancel_after_replies=
     (a slow reader). The call is cancelled once `cancel_after_replies`
     replies have been read (0: before any) or `cancel_after_seconds` after
     it starts."""
-    request, named = request_of(job)
+    call_plan = prepared(job)
+    request, results = call_plan.request, call_plan.results
     request.output.chunk_columns = chunk_columns
-    results = Results(named, job.get("full", False), column_span(request))
     call = stub.Price(request, timeout=timeout)
     timer = None
     if cancel_after_seconds is not None:
@@ -121,7 +117,7 @@ def recomputed_statistics(sc, v0, rate, maturity, named):
     x = np.sort(sc.astype(np.float64), axis=0)
     discount = np.exp(-rate * maturity)
     out = {}
-    for name, kind, level in named:
+    for name, kind, level, *_ in named:
         if kind == "mean":
             out[name] = x.mean(axis=0)
         elif kind == "stddev":
@@ -151,11 +147,12 @@ def check_statistics(result, job):
     """Raises AssertionError unless every statistic of `result` (a
     PriceResult with `full`) equals its float64 recomputation from the same
     call's SC."""
-    _, named = request_of(job)
+    items = job.get("statistics", PRICE_DEFAULTS["statistics"])
+    named = statistics_selection(items)[1] if items is not None else []
     stats = result.statistics
     want = recomputed_statistics(result.full, stats["v0"], job.get("rate", 0.0),
                                  job.get("maturity", 1.0), named)
-    for name, kind, _ in named:
+    for name, kind, *_ in named:
         got = stats[name]
         if kind in _EXACT:
             bad = got != want[name]
