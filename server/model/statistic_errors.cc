@@ -109,22 +109,28 @@ void ColumnErrors::Compute(const float* values, int64_t k, ColumnStatistics* out
   const size_t j = static_cast<size_t>(k);
   const StatisticsSelection& s = selection_;
   if (s.mean || s.stddev) {
-    double sum = 0;
-    for (int64_t p = 0; p < rows_; ++p) sum += values[p];
-    const double mean = sum / static_cast<double>(rows_);
-    double variance = 0;
-    for (int64_t p = 0; p < rows_; ++p) variance += (values[p] - mean) * (values[p] - mean);
-    variance /= static_cast<double>(rows_);
+    // The reducer's statistics of the column, not computed again: the mean
+    // (a pass of its own only when stddev alone was asked for) and stddev,
+    // whose square shifts the sums of (x - mean)^2.
+    double mean = 0;
+    if (s.mean) {
+      mean = out->mean[j];
+    } else {
+      for (int64_t p = 0; p < rows_; ++p) mean += values[p];
+      mean /= static_cast<double>(rows_);
+    }
+    const double stddev = s.stddev ? out->stddev[j] : 0.0;
     // One pass for both: the units' means of x and of (x - mean)^2.
     UnitSums first, second;
     for (int64_t u = 0; u < units_; ++u) {
-      first.Add(UnitMean(values, u, [](double x) { return x; }) - mean);
-      second.Add(UnitMean(values, u, [mean](double x) { return (x - mean) * (x - mean); }) -
-                 variance);
+      if (s.mean) first.Add(UnitMean(values, u, [](double x) { return x; }) - mean);
+      if (s.stddev) {
+        second.Add(UnitMean(values, u, [mean](double x) { return (x - mean) * (x - mean); }) -
+                   stddev * stddev);
+      }
     }
     if (s.mean) out->mean_se[j] = first.StandardError(units_);
     // se(stddev) = se(variance) / (2 stddev): the delta method.
-    const double stddev = std::sqrt(variance);
     if (s.stddev) out->stddev_se[j] = stddev > 0 ? second.StandardError(units_) / (2 * stddev) : 0;
   }
   for (size_t l = 0; l < s.quantiles.size(); ++l) {

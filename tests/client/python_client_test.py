@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import unittest
@@ -202,11 +203,20 @@ class ArgumentsAndErrorsTest(unittest.TestCase):
                                             error.exception.message)
 
     def test_progress_and_the_documented_example(self):
-        """The module docstring's example, at a smaller scale: statistics by
-        name, and progress reported up to every column."""
+        """The module docstring's example, run as written (up to its pandas
+        line; pandas is not a dependency) against this server and at 2,000
+        columns instead of 20,000; then progress reported up to every column."""
         import pricer_client
         example = pricer_client.__doc__.split("\n\n")[1]
         self.assertIn('result.statistics["var_0.99"]', example)
+        code = textwrap.dedent(example.split("result.to_pandas()")[0])
+        code = code.replace('"localhost:50051"', repr(self.server.target))
+        self.assertIn("scenarios=20_000", code)
+        namespace = {}
+        exec(code.replace("scenarios=20_000", "scenarios=2_000"), namespace)
+        var = namespace["result"].statistics["var_0.99"]
+        self.assertEqual(var.shape, (2000,))
+        self.assertTrue((var > 0).all(), "a 99% VaR of a long portfolio is a loss")
         for make in (Client, BlockingAioClient):
             seen = []
             with make(self.server.target) as client:
