@@ -29,8 +29,9 @@ constexpr int64_t kShocksPerPoll = int64_t{1} << 22;
 // Below this many shocks (about 0.2 ms on a core) ST is built on one thread.
 constexpr int64_t kInlineShocks = int64_t{1} << 14;
 
-// The flops of one GEMM between two polls of a shard's stop (0.1-0.2 s).
-constexpr double kFlopsPerPoll = 2e10;
+// The flops of one GEMM between two polls of a shard's stop: 0.05-0.15 s on a
+// core (OpenBLAS SGEMM at 32-90 GFLOP/s per core on the machines seen).
+constexpr double kFlopsPerPoll = 5e9;
 
 // The paths (rows of ST and SC) of each GEMM of a block of `grid` columns
 // (ColumnGrid): all of them unless the block's GEMM is over kFlopsPerPoll
