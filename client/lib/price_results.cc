@@ -75,6 +75,8 @@ grpc::Status PriceResults::OnReply(const ReceivedReply& received) {
     case v1::PriceReply::kFinished:
       OnFinished(reply.finished());
       return grpc::Status::OK;
+    case v1::PriceReply::kRound:
+      return grpc::Status::OK;
     case v1::PriceReply::KIND_NOT_SET:
       break;
   }

@@ -1,4 +1,5 @@
 from pricer_client._proto import devices_pb2 as _devices_pb2
+from pricer_client._proto import statistics_pb2 as _statistics_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -8,34 +9,15 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 from pricer_client._proto.devices_pb2 import ListDevicesRequest
 from pricer_client._proto.devices_pb2 import DeviceInfo
 from pricer_client._proto.devices_pb2 import ListDevicesReply
+from pricer_client._proto.statistics_pb2 import StatisticsSelection
+from pricer_client._proto.statistics_pb2 import LevelValues
+from pricer_client._proto.statistics_pb2 import ColumnStatistics
+from pricer_client._proto.statistics_pb2 import PrecisionTarget
+from pricer_client._proto.statistics_pb2 import RoundStarted
 DESCRIPTOR: _descriptor.FileDescriptor
 PRECISION_BF16: Precision
 PRECISION_FP32: Precision
 PRECISION_TF32: Precision
-
-class ColumnStatistics(_message.Message):
-    __slots__ = ["es", "max", "mean", "mean_standard_error", "min", "quantiles", "stddev", "stddev_standard_error", "v0", "var"]
-    ES_FIELD_NUMBER: _ClassVar[int]
-    MAX_FIELD_NUMBER: _ClassVar[int]
-    MEAN_FIELD_NUMBER: _ClassVar[int]
-    MEAN_STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
-    MIN_FIELD_NUMBER: _ClassVar[int]
-    QUANTILES_FIELD_NUMBER: _ClassVar[int]
-    STDDEV_FIELD_NUMBER: _ClassVar[int]
-    STDDEV_STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
-    V0_FIELD_NUMBER: _ClassVar[int]
-    VAR_FIELD_NUMBER: _ClassVar[int]
-    es: _containers.RepeatedCompositeFieldContainer[LevelValues]
-    max: _containers.RepeatedScalarFieldContainer[float]
-    mean: _containers.RepeatedScalarFieldContainer[float]
-    mean_standard_error: _containers.RepeatedScalarFieldContainer[float]
-    min: _containers.RepeatedScalarFieldContainer[float]
-    quantiles: _containers.RepeatedCompositeFieldContainer[LevelValues]
-    stddev: _containers.RepeatedScalarFieldContainer[float]
-    stddev_standard_error: _containers.RepeatedScalarFieldContainer[float]
-    v0: _containers.RepeatedScalarFieldContainer[float]
-    var: _containers.RepeatedCompositeFieldContainer[LevelValues]
-    def __init__(self, mean: _Optional[_Iterable[float]] = ..., stddev: _Optional[_Iterable[float]] = ..., min: _Optional[_Iterable[float]] = ..., max: _Optional[_Iterable[float]] = ..., v0: _Optional[_Iterable[float]] = ..., quantiles: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., var: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., es: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., mean_standard_error: _Optional[_Iterable[float]] = ..., stddev_standard_error: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class DevicePlan(_message.Message):
     __slots__ = ["device", "resident_bytes", "shard_bytes", "shards_in_flight"]
@@ -115,20 +97,6 @@ class JobFinished(_message.Message):
     statistics_seconds: float
     def __init__(self, elapsed_seconds: _Optional[float] = ..., flops: _Optional[float] = ..., bytes: _Optional[int] = ..., gemm_seconds: _Optional[float] = ..., statistics_seconds: _Optional[float] = ...) -> None: ...
 
-class LevelValues(_message.Message):
-    __slots__ = ["level", "lower", "standard_error", "upper", "values"]
-    LEVEL_FIELD_NUMBER: _ClassVar[int]
-    LOWER_FIELD_NUMBER: _ClassVar[int]
-    STANDARD_ERROR_FIELD_NUMBER: _ClassVar[int]
-    UPPER_FIELD_NUMBER: _ClassVar[int]
-    VALUES_FIELD_NUMBER: _ClassVar[int]
-    level: float
-    lower: _containers.RepeatedScalarFieldContainer[float]
-    standard_error: _containers.RepeatedScalarFieldContainer[float]
-    upper: _containers.RepeatedScalarFieldContainer[float]
-    values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, level: _Optional[float] = ..., values: _Optional[_Iterable[float]] = ..., lower: _Optional[_Iterable[float]] = ..., upper: _Optional[_Iterable[float]] = ..., standard_error: _Optional[_Iterable[float]] = ...) -> None: ...
-
 class Market(_message.Message):
     __slots__ = ["correlation", "explicit", "generated"]
     CORRELATION_FIELD_NUMBER: _ClassVar[int]
@@ -157,9 +125,9 @@ class OutputOptions(_message.Message):
     TERMINAL_PRICES_FIELD_NUMBER: _ClassVar[int]
     chunk_columns: int
     full: bool
-    statistics: StatisticsSelection
+    statistics: _statistics_pb2.StatisticsSelection
     terminal_prices: bool
-    def __init__(self, full: bool = ..., statistics: _Optional[_Union[StatisticsSelection, _Mapping]] = ..., terminal_prices: bool = ..., chunk_columns: _Optional[int] = ...) -> None: ...
+    def __init__(self, full: bool = ..., statistics: _Optional[_Union[_statistics_pb2.StatisticsSelection, _Mapping]] = ..., terminal_prices: bool = ..., chunk_columns: _Optional[int] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ["chunk_columns", "device_plans", "devices", "shard_columns", "shard_count"]
@@ -176,19 +144,21 @@ class Plan(_message.Message):
     def __init__(self, shard_columns: _Optional[int] = ..., shard_count: _Optional[int] = ..., chunk_columns: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., device_plans: _Optional[_Iterable[_Union[DevicePlan, _Mapping]]] = ...) -> None: ...
 
 class PriceReply(_message.Message):
-    __slots__ = ["accepted", "chunk", "finished", "prices"]
+    __slots__ = ["accepted", "chunk", "finished", "prices", "round"]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     PRICES_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
     accepted: JobAccepted
     chunk: ResultChunk
     finished: JobFinished
     prices: TerminalPricesChunk
-    def __init__(self, accepted: _Optional[_Union[JobAccepted, _Mapping]] = ..., chunk: _Optional[_Union[ResultChunk, _Mapping]] = ..., prices: _Optional[_Union[TerminalPricesChunk, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ...) -> None: ...
+    round: _statistics_pb2.RoundStarted
+    def __init__(self, accepted: _Optional[_Union[JobAccepted, _Mapping]] = ..., chunk: _Optional[_Union[ResultChunk, _Mapping]] = ..., prices: _Optional[_Union[TerminalPricesChunk, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ..., round: _Optional[_Union[_statistics_pb2.RoundStarted, _Mapping]] = ...) -> None: ...
 
 class PriceRequest(_message.Message):
-    __slots__ = ["antithetic", "column_begin", "column_end", "market", "maturity", "output", "paths", "precision", "priority", "rate", "scenarios", "seed"]
+    __slots__ = ["antithetic", "column_begin", "column_end", "market", "maturity", "output", "paths", "precision", "priority", "rate", "scenarios", "seed", "target"]
     ANTITHETIC_FIELD_NUMBER: _ClassVar[int]
     COLUMN_BEGIN_FIELD_NUMBER: _ClassVar[int]
     COLUMN_END_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +171,7 @@ class PriceRequest(_message.Message):
     RATE_FIELD_NUMBER: _ClassVar[int]
     SCENARIOS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
     antithetic: bool
     column_begin: int
     column_end: int
@@ -213,7 +184,8 @@ class PriceRequest(_message.Message):
     rate: float
     scenarios: Scenarios
     seed: int
-    def __init__(self, market: _Optional[_Union[Market, _Mapping]] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ..., paths: _Optional[int] = ..., seed: _Optional[int] = ..., scenarios: _Optional[_Union[Scenarios, _Mapping]] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., output: _Optional[_Union[OutputOptions, _Mapping]] = ..., priority: _Optional[int] = ..., antithetic: bool = ..., precision: _Optional[_Union[Precision, str]] = ...) -> None: ...
+    target: _statistics_pb2.PrecisionTarget
+    def __init__(self, market: _Optional[_Union[Market, _Mapping]] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ..., paths: _Optional[int] = ..., seed: _Optional[int] = ..., scenarios: _Optional[_Union[Scenarios, _Mapping]] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., output: _Optional[_Union[OutputOptions, _Mapping]] = ..., priority: _Optional[int] = ..., antithetic: bool = ..., precision: _Optional[_Union[Precision, str]] = ..., target: _Optional[_Union[_statistics_pb2.PrecisionTarget, _Mapping]] = ...) -> None: ...
 
 class ResultChunk(_message.Message):
     __slots__ = ["column_begin", "column_end", "rows", "statistics", "values"]
@@ -225,9 +197,9 @@ class ResultChunk(_message.Message):
     column_begin: int
     column_end: int
     rows: int
-    statistics: ColumnStatistics
+    statistics: _statistics_pb2.ColumnStatistics
     values: bytes
-    def __init__(self, column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ..., statistics: _Optional[_Union[ColumnStatistics, _Mapping]] = ...) -> None: ...
+    def __init__(self, column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ..., statistics: _Optional[_Union[_statistics_pb2.ColumnStatistics, _Mapping]] = ...) -> None: ...
 
 class ScenarioChunk(_message.Message):
     __slots__ = ["columns", "rows", "values"]
@@ -262,28 +234,6 @@ class Scenarios(_message.Message):
     matrix: Matrix
     scenario_set: str
     def __init__(self, matrix: _Optional[_Union[Matrix, _Mapping]] = ..., generated: _Optional[_Union[GeneratedScenarios, _Mapping]] = ..., scenario_set: _Optional[str] = ...) -> None: ...
-
-class StatisticsSelection(_message.Message):
-    __slots__ = ["error_confidence", "errors", "es", "max", "mean", "min", "quantiles", "stddev", "var"]
-    ERRORS_FIELD_NUMBER: _ClassVar[int]
-    ERROR_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
-    ES_FIELD_NUMBER: _ClassVar[int]
-    MAX_FIELD_NUMBER: _ClassVar[int]
-    MEAN_FIELD_NUMBER: _ClassVar[int]
-    MIN_FIELD_NUMBER: _ClassVar[int]
-    QUANTILES_FIELD_NUMBER: _ClassVar[int]
-    STDDEV_FIELD_NUMBER: _ClassVar[int]
-    VAR_FIELD_NUMBER: _ClassVar[int]
-    error_confidence: float
-    errors: bool
-    es: _containers.RepeatedScalarFieldContainer[float]
-    max: bool
-    mean: bool
-    min: bool
-    quantiles: _containers.RepeatedScalarFieldContainer[float]
-    stddev: bool
-    var: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ..., errors: bool = ..., error_confidence: _Optional[float] = ...) -> None: ...
 
 class TerminalPricesChunk(_message.Message):
     __slots__ = ["issuer_begin", "issuer_end", "rows", "values"]
