@@ -15,7 +15,7 @@ def assert_same_result(test, got, want):
     test.assertEqual(set(got.statistics), set(want.statistics))
     for name, values in want.statistics.items():
         test.assertEqual(got.statistics[name].tobytes(), values.tobytes(), name)
-    for field in ("full", "terminal_prices"):
+    for field in ("full", "terminal_prices", "column_paths", "target_met"):
         a, b = getattr(got, field), getattr(want, field)
         test.assertEqual(a is None, b is None, field)
         if b is not None:

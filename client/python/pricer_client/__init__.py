@@ -18,9 +18,10 @@ gRPC modules are pricer_client._proto (scripts/python-protos.sh).
 from pricer_client._errors import PricerError
 from pricer_client._protocol import seed_preset
 from pricer_client._results import PriceResult
+from pricer_client._targets import Target
 from pricer_client.client import Client
 
 # project(VERSION) of the repository's CMakeLists.txt (tests check it).
 __version__ = "0.1.0"
 
-__all__ = ["Client", "PriceResult", "PricerError", "seed_preset", "__version__"]
+__all__ = ["Client", "PriceResult", "PricerError", "Target", "seed_preset", "__version__"]

@@ -52,7 +52,9 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
                              f"float32 of shape {shape} (paths, columns)")
     parts = 1 if span is None else max(1, min(int(split), span[1] - span[0]))
     deadline = None if timeout is None else time.monotonic() + timeout
-    return PreparedPrice(request, span, parts, Results(named, full, span, progress), deadline)
+    max_paths = request.target.max_paths if request.HasField("target") else None
+    return PreparedPrice(request, span, parts, Results(named, full, span, progress, max_paths),
+                         deadline)
 
 
 class WarmUp:

@@ -181,6 +181,8 @@ class Part:
             self._take_chunk(reply.chunk, asked)
         elif kind == "prices":
             self._take_prices(reply.prices)
+        elif kind == "round":
+            self._results.round(reply.round)
         elif kind == "finished":
             self._results.finished(reply.finished)
 

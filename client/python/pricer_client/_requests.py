@@ -1,36 +1,19 @@
 """The PriceRequest of a price() call, from its arguments, each checked
 before any call: a wrong argument raises TypeError or ValueError naming it."""
 
-import decimal
 import math
 import numbers
 import os
-from typing import Sequence
 
 import numpy as np
 
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SEED_PRESET
+from pricer_client._statistics import statistics_selection, with_errors
+from pricer_client._targets import as_target, precision_target
 
-_PLAIN = ("mean", "stddev", "min", "max")
-# Each levelled item, its field of StatisticsSelection, and whether its
-# levels lie in the open interval (0, 1) (VaR, ES) or the closed one.
-_LEVELLED = {"quantile": ("quantiles", False), "var": ("var", True), "es": ("es", True)}
-# The errors each kind of item has with errors=True: (suffix of the name,
-# field of LevelValues, or the plain statistic's field with "{kind}_"
-# before it), in the order of the CSV's columns.
-_ERRORS = {"mean": (("_se", "standard_error"),), "stddev": (("_se", "standard_error"),),
-           "min": (), "max": (), "quantile": (("_lo", "lower"), ("_hi", "upper")),
-           "var": (("_lo", "lower"), ("_hi", "upper")), "es": (("_se", "standard_error"),)}
 _PRECISIONS = {"fp32": pricer_pb2.PRECISION_FP32, "tf32": pricer_pb2.PRECISION_TF32,
                "bf16": pricer_pb2.PRECISION_BF16}
-
-
-def level_name(level: float) -> str:
-    """The level as statistics names write it: the shortest decimal that
-    reads back as the same double, in fixed notation (0.99, 0.975, 0.00001),
-    as the CLI's CSV columns do."""
-    return format(decimal.Decimal(repr(float(level))), "f")
 
 
 def _integer(name, value, low, high=None):
@@ -58,56 +41,6 @@ def _vector(name, values):
     if bad.size:
         raise ValueError(f"{name}[{bad[0]}] is {a[bad[0]]}: must be finite")
     return a
-
-
-def statistics_selection(items: Sequence[str]):
-    """The StatisticsSelection for items such as "mean", "var:0.99"; and
-    (name, kind, level, "values") per item, named as the CLI's CSV columns
-    ("var_0.99"). The same item twice ("var:.99", "var:0.990") is refused."""
-    if isinstance(items, str):
-        raise TypeError(f"statistics must be a list of items, not the string {items!r}")
-    selection, named, given = pricer_pb2.StatisticsSelection(), [], {}
-    for item in items:
-        kind, _, text = str(item).strip().partition(":")
-        if kind in _PLAIN and not text:
-            setattr(selection, kind, True)
-            name, level = kind, None
-        elif kind in _LEVELLED and text:
-            try:
-                level = float(text)
-            except ValueError:
-                raise ValueError(f"statistics item {item!r}: the level {text!r} is not a "
-                                 "number") from None
-            field, open_interval = _LEVELLED[kind]
-            inside = 0 < level < 1 if open_interval else 0 <= level <= 1
-            if not inside:
-                raise ValueError(f"statistics item {item!r}: the level must be in "
-                                 f"{'(0, 1)' if open_interval else '[0, 1]'}")
-            getattr(selection, field).append(level)
-            name = f"{kind}_{level_name(level)}"
-        else:
-            raise ValueError(f"statistics item {item!r} is not one of mean, stddev, min, max, "
-                             "quantile:L, var:L, es:L")
-        if name in given:
-            raise ValueError(f"statistics items {given[name]!r} and {item!r} are the same "
-                             f"item ({name})")
-        given[name] = item
-        named.append((name, kind, level, "values"))
-    if not named:
-        raise ValueError("statistics is empty: give None for no statistics")
-    return selection, named
-
-
-def with_errors(named):
-    """Each (name, kind, level, "values") of `named` followed by its errors,
-    as the CLI's --errors names them: mean, mean_se, var_0.99, var_0.99_lo,
-    var_0.99_hi, ...; the part is a field of LevelValues ("lower", "upper",
-    "standard_error"), for mean and stddev "standard_error"."""
-    columns = []
-    for name, kind, level, part in named:
-        columns.append((name, kind, level, part))
-        columns.extend((name + suffix, kind, level, error) for suffix, error in _ERRORS[kind])
-    return columns
 
 
 def _errors_and_confidence(errors, error_confidence):
@@ -182,15 +115,39 @@ def _check_full(full):
     raise TypeError(f"full must be False, True, a float32 array or a path, not {full!r}")
 
 
+def _set_target(request, named, target, max_paths):
+    """request.target, from price()'s `target` (a Target, or None) and
+    `max_paths`; the statistics columns `named` must hold the target's."""
+    if target is None:
+        if max_paths is not None:
+            raise ValueError(f"max_paths is {max_paths!r}: it needs a target")
+        return
+    if not any(kind == target.statistic and level == target.level
+               for _, kind, level, _ in named):
+        raise ValueError(f"target {target.item} is not among statistics: add "
+                         f"{target.item!r} to them")
+    if max_paths is None:
+        raise ValueError("max_paths is missing: a target needs the most paths a column may use")
+    if _integer("max_paths", max_paths, 1) < request.paths:
+        raise ValueError(f"max_paths is {max_paths}: must be >= paths ({request.paths})")
+    for name in ("full", "terminal_prices"):
+        if getattr(request.output, name):
+            raise ValueError(f"{name} is not available with a target: its columns are priced "
+                             "with different numbers of paths")
+    request.target.CopyFrom(precision_target(target, int(max_paths)))
+
+
 def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, correlation,
                   antithetic, scenarios, scenario_set, column_begin, column_end, statistics,
-                  errors, error_confidence, full, terminal_prices, priority, precision):
+                  errors, error_confidence, full, terminal_prices, priority, precision,
+                  target, max_paths):
     """(the PriceRequest of Client.price()'s arguments, (name, kind, level,
-    part) of each statistics column: with errors, each item's errors after
-    it)."""
+    part) of each statistics column: with errors or a target, each item's
+    errors after it)."""
     if precision not in _PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one of fp32, tf32, bf16")
     _check_full(full)
+    target = None if target is None else as_target(target)
     error_confidence = _errors_and_confidence(errors, error_confidence)
     request = pricer_pb2.PriceRequest(
         paths=_integer("paths", paths, 1), seed=_integer("seed", seed, 0, 2**64 - 1),
@@ -209,7 +166,7 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
     named = []
     if statistics is not None:
         selection, named = statistics_selection(statistics)
-        if errors:
+        if errors or target is not None:  # a target's error is one of them
             selection.errors, selection.error_confidence = True, error_confidence
             named = with_errors(named)
         request.output.statistics.CopyFrom(selection)
@@ -217,6 +174,7 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
         raise ValueError("errors=True needs statistics (the errors are theirs)")
     request.output.full = full is not False
     request.output.terminal_prices = bool(terminal_prices)
+    _set_target(request, named, target, max_paths)
     if not (named or request.output.full or request.output.terminal_prices):
         raise ValueError("nothing to return: give statistics, full or terminal_prices")
     return request, named

@@ -14,9 +14,14 @@ from pricer_client._errors import contradiction
 class PriceResult:
     """What one price call returned.
 
+    paths: P, the paths of every column (with a target: of the first round)
     statistics: name -> array over the priced columns ("v0", "mean", "var_0.99", ...)
     full: the SC matrix (P x columns, float32), when requested
     terminal_prices: ST (P x N, float32), when requested
+    column_paths: with a target, the paths each column was priced with
+        (int64, P x 2^k), else None
+    target_met: with a target, whether each column's error met it (bool;
+        False: max_paths came first), else None
     """
 
     column_begin: int
@@ -28,28 +33,44 @@ class PriceResult:
     terminal_prices: Optional[np.ndarray]
     elapsed_seconds: float
     flops: float
+    column_paths: Optional[np.ndarray] = None
+    target_met: Optional[np.ndarray] = None
+
+    def _columns(self):
+        """(name, values, how a value is written) of each column after
+        `column`, as the CLI's CSV has them: with a target, the statistics
+        then `paths` and `target_met` (1 or 0)."""
+        columns = [(name, values, lambda v: repr(float(v)))
+                   for name, values in self.statistics.items()]
+        if self.column_paths is not None:
+            columns += [("paths", self.column_paths, lambda v: str(int(v))),
+                        ("target_met", self.target_met, lambda v: str(int(v)))]
+        return columns
 
     def to_pandas(self):
         """The statistics as a pandas DataFrame: one row per priced column,
         indexed by the column's number ("column"), one column per statistic
-        (v0 first). Needs pandas (pip install "pricer-client[pandas]")."""
+        (v0 first), then with a target `paths` and `target_met`. Needs pandas
+        (pip install "pricer-client[pandas]")."""
         try:
             import pandas
         except ImportError:
             raise ImportError("PriceResult.to_pandas() needs pandas: pip install "
                               "'pricer-client[pandas]' (or pandas)") from None
         index = pandas.RangeIndex(self.column_begin, self.column_end, name="column")
-        return pandas.DataFrame(self.statistics, index=index)
+        return pandas.DataFrame({name: values for name, values, _ in self._columns()},
+                                index=index)
 
     def write_csv(self, path):
         """Writes the statistics as the CLI's --stats-out does: a header
-        `column,v0,<statistic>,...`, then one row per column, each value the
-        shortest decimal that reads back as the same float64."""
-        names = list(self.statistics)
+        `column,v0,<statistic>,...` (with a target `...,paths,target_met`),
+        then one row per column, each statistic the shortest decimal that
+        reads back as the same float64."""
+        columns = self._columns()
         with open(os.fspath(path), "w") as out:
-            out.write(",".join(["column", *names]) + "\n")
+            out.write(",".join(["column", *(name for name, *_ in columns)]) + "\n")
             for k in range(self.column_end - self.column_begin):
-                row = [repr(float(self.statistics[name][k])) for name in names]
+                row = [write(values[k]) for _, values, write in columns]
                 out.write(",".join([str(self.column_begin + k), *row]) + "\n")
 
 
@@ -86,12 +107,15 @@ class Results:
     (parts and retries; thread-safe). `named`: (name, kind, level, part) of
     each statistics column (_requests.price_request); `span`: the whole
     column range, or None to take it from the first `accepted`;
-    `progress(columns done, columns)`: called after each chunk, or None."""
+    `progress(columns done, columns)`: called after each chunk, or None;
+    `max_paths`: a targeted request's (its chunks come in any order, each
+    with the paths its columns were priced with), or None."""
 
     def __init__(self, named, full, span,
-                 progress: Optional[Callable[[int, int], None]] = None):
+                 progress: Optional[Callable[[int, int], None]] = None,
+                 max_paths: Optional[int] = None):
         self._named, self._full, self._span = named, full, span
-        self._progress = progress
+        self._progress, self._max_paths = progress, max_paths
         self._lock = threading.Lock()
         self._result = None
         self._columns_done = 0
@@ -111,6 +135,9 @@ class Results:
             self._result = PriceResult(begin, end, accepted.paths, accepted.issuers,
                                        {name: np.full(end - begin, np.nan) for name in names},
                                        sc, None, 0.0, 0.0)
+            if self._max_paths is not None:
+                self._result.column_paths = np.zeros(end - begin, dtype=np.int64)
+                self._result.target_met = np.zeros(end - begin, dtype=bool)
 
     def _started(self):
         if self._result is None:
@@ -120,6 +147,7 @@ class Results:
     def chunk(self, chunk):
         with self._lock:
             r = self._started()
+            self._check_rows(r, chunk)
             first = chunk.column_begin - r.column_begin
             window = slice(first, first + chunk.column_end - chunk.column_begin)
             if r.full is not None and chunk.values:
@@ -127,6 +155,8 @@ class Results:
                     (chunk.column_end - chunk.column_begin, chunk.rows)).T
             if chunk.HasField("statistics"):
                 self._take_statistics(r, chunk.statistics, window)
+            if self._max_paths is not None:
+                self._take_target(r, chunk, window)
             self._columns_done += chunk.column_end - chunk.column_begin
             done, total = self._columns_done, r.column_end - r.column_begin
         if self._progress is not None:
@@ -139,6 +169,38 @@ class Results:
             if values is None or len(values) != count:
                 raise contradiction(f"no {name} for {count} columns")
             r.statistics[name][window] = values
+
+    def _check_rows(self, r, chunk):
+        """A chunk's rows are the paths of its columns: P, or with a target
+        P x 2^k <= max_paths."""
+        rows, doublings = chunk.rows, chunk.rows // r.paths
+        if self._max_paths is None:
+            if rows == r.paths:
+                return
+        elif rows % r.paths == 0 and r.paths <= rows <= self._max_paths and \
+                not doublings & (doublings - 1):
+            return
+        targeted = self._max_paths is not None
+        raise contradiction(f"a chunk of columns [{chunk.column_begin}, {chunk.column_end}) of "
+                            f"{rows} rows for {r.paths} paths" +
+                            (f" (not {r.paths} x 2^k <= {self._max_paths})" if targeted else ""))
+
+    def round(self, started):
+        """A round of a targeted request starts: P x 2^round paths."""
+        with self._lock:
+            r = self._started()
+            if self._max_paths is None or started.round < 0 or \
+                    started.paths != r.paths << started.round or started.paths > self._max_paths:
+                raise contradiction(f"a round {started.round} of {started.paths} paths that the "
+                                    "request does not have")
+
+    def _take_target(self, r, chunk, window):
+        count, rows = window.stop - window.start, chunk.rows
+        met = chunk.statistics.target_met
+        if len(met) != count:
+            raise contradiction(f"no target_met for {count} columns")
+        r.column_paths[window] = rows
+        r.target_met[window] = met
 
     def prices(self, begin, end, rows, values):
         with self._lock:

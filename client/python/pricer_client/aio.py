@@ -32,8 +32,9 @@ from pricer_client._parts import make_parts
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 from pricer_client._protocol import CHANNEL
 from pricer_client._results import PriceResult
+from pricer_client._targets import Target
 
-__all__ = ["Client", "PriceResult", "PricerError"]
+__all__ = ["Client", "PriceResult", "PricerError", "Target"]
 
 # The arguments of price(), their defaults included: the blocking client's.
 _PRICE = inspect.signature(_blocking.Client.price)

@@ -14,9 +14,10 @@ from pricer_client._parts import run_parts
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 from pricer_client._protocol import CHANNEL, FIRST_BACKOFF_SECONDS, MAX_RETRIES, RETRYABLE_CODES
 from pricer_client._results import PriceResult
+from pricer_client._targets import Target
 
 # What this module has always offered, wherever it is defined now.
-__all__ = ["Client", "PriceResult", "PricerError", "Pem", "MAX_RETRIES",
+__all__ = ["Client", "PriceResult", "PricerError", "Pem", "Target", "MAX_RETRIES",
            "FIRST_BACKOFF_SECONDS", "RETRYABLE_CODES"]
 
 
@@ -80,8 +81,7 @@ class Client:
         return scenario_set_id(matrix)
 
     def price(self, *, paths: int, seed: int = 0, rate: float = 0.0, maturity: float = 1.0,
-              spot: Optional[Sequence[float]] = None,
-              volatility: Optional[Sequence[float]] = None,
+              spot: Optional[Sequence[float]] = None, volatility: Optional[Sequence[float]] = None,
               issuers: Optional[int] = None,
               correlation: Optional[np.ndarray] = None,
               antithetic: bool = False,
@@ -89,12 +89,11 @@ class Client:
               scenario_set: Optional[str] = None,
               column_begin: int = 0, column_end: int = 0,
               statistics: Optional[Iterable[str]] = ("mean", "stddev", "min", "max"),
-              errors: bool = False,
-              error_confidence: float = 0.95,
+              errors: bool = False, error_confidence: float = 0.95,
+              target: Union[None, str, Target] = None, max_paths: Optional[int] = None,
               full: Union[bool, np.ndarray, str] = False,
               terminal_prices: bool = False,
-              priority: int = 0,
-              precision: str = "fp32",
+              priority: int = 0, precision: str = "fp32",
               split: int = 1,
               timeout: Optional[float] = None,
               progress: Optional[Callable[[int, int], None]] = None) -> PriceResult:
@@ -109,6 +108,12 @@ class Client:
         "mean_se", "stddev_se", "es_L_se" (standard errors), "var_L_lo",
         "var_L_hi", "quantile_L_lo", "quantile_L_hi" (the bounds of a
         confidence interval at `error_confidence`, in (0, 1)); min, max: none.
+        `target`: each column priced to a precision, a Target or the CLI's
+        --error-target text ("var:0.99=2%": var_0.99's error at most 2% of
+        it; "mean=0.01": at most 0.01), of an item of `statistics` (errors
+        implied): columns short of it are priced again with 2P, 4P, ...
+        paths, at most `max_paths`; the result's column_paths and target_met
+        say how each ended.
         `full`: False; True (a new P x columns float32 array); a preallocated
         float32 array of that shape (Fortran order keeps each chunk one
         contiguous write); or a path, which becomes a memory-mapped .npy.
@@ -127,14 +132,8 @@ class Client:
         PricerError (its code, the server's message, and the request field
         the server named).
         """
-        call = prepare_price(
-            paths=paths, seed=seed, rate=rate, maturity=maturity, spot=spot,
-            volatility=volatility, issuers=issuers, correlation=correlation,
-            antithetic=antithetic, scenarios=scenarios, scenario_set=scenario_set,
-            column_begin=column_begin, column_end=column_end, statistics=statistics,
-            errors=errors, error_confidence=error_confidence, full=full,
-            terminal_prices=terminal_prices, priority=priority, precision=precision,
-            split=split, timeout=timeout, progress=progress)
+        # The arguments, by name: nothing else is defined yet.
+        call = prepare_price(**{name: value for name, value in locals().items() if name != "self"})
         if call.parts > 1:
             self._connect_to_every_server(call.parts)
         run_parts(self._stub, call.request, call.span, call.parts, call.results, call.deadline)
