@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/model/precision_target.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -117,6 +118,9 @@ struct JobSpec {
   int64_t column_begin = 0;
   int64_t column_end = 0;
   OutputSelection output;
+  // Of a targeted request (the service runs its rounds, each a job at its
+  // paths; the engine prices one job and ignores it).
+  PrecisionTarget target;
   GemmPrecision precision = GemmPrecision::kFloat32;
   // Shard width override for tests and benchmarks; 0 lets the planner choose.
   int64_t shard_columns = 0;

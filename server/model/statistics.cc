@@ -8,8 +8,8 @@
 namespace pricer {
 namespace {
 
-void Append(std::vector<double>& to, const std::vector<double>& from, int64_t first,
-            int64_t count) {
+template <typename T>
+void Append(std::vector<T>& to, const std::vector<T>& from, int64_t first, int64_t count) {
   if (from.empty()) return;
   to.insert(to.end(), from.begin() + first, from.begin() + first + count);
 }
@@ -73,6 +73,7 @@ void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first,
   Append(max, other.max, first, count);
   Append(mean_se, other.mean_se, first, count);
   Append(stddev_se, other.stddev_se, first, count);
+  Append(target_met, other.target_met, first, count);
   for (auto [to, from] :
        {std::pair{&quantiles, &other.quantiles}, std::pair{&var, &other.var},
         std::pair{&es, &other.es}, std::pair{&quantiles_lo, &other.quantiles_lo},

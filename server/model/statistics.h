@@ -63,6 +63,9 @@ struct ColumnStatistics {
   std::vector<std::vector<double>> quantiles_lo, quantiles_hi;
   std::vector<std::vector<double>> var_lo, var_hi;
   std::vector<std::vector<double>> es_se;
+  // Of a targeted request: whether each column met the target (1) or
+  // reached the most paths first (0); else empty.
+  std::vector<uint8_t> target_met;
 
   int64_t columns() const { return static_cast<int64_t>(v0.size()); }
   // float64 values held, over all arrays.

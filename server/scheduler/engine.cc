@@ -82,6 +82,12 @@ absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
   return job;
 }
 
+absl::Status Engine::CheckFits(const JobSpec& spec) const {
+  ShardPlan plan = PlanShards(spec);
+  absl::MutexLock lock(&mu_);
+  return PlanDevices(spec, PlannerDevices(), options_.max_shards_in_flight, &plan).status();
+}
+
 absl::Status Engine::CheckAdmission(const std::string& client, double flops) const {
   // The client's quotas first, so that a client over its own quota is told
   // so, and never another client's queue.

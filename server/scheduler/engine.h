@@ -106,6 +106,10 @@ class Engine {
   // full or the client is over a quota, UNAVAILABLE when every device is
   // lost; nothing is allocated then.
   absl::StatusOr<std::shared_ptr<Job>> Submit(JobSpec spec);
+  // What Submit would say of `spec`'s fit on the devices' budgets
+  // (RESOURCE_EXHAUSTED, UNAVAILABLE), admitting nothing: the last round of
+  // a targeted request is checked before its first is submitted.
+  absl::Status CheckFits(const JobSpec& spec) const;
   // Stops every job with `why` (a drain that ran out of time); their ids.
   std::vector<std::string> StopAll(const absl::Status& why);
 

@@ -45,12 +45,16 @@ class SharedFloats {
 };
 
 struct ResultChunk {
-  enum class Kind { kScenarioColumns, kTerminalPrices };
+  // kRoundStarted: a round of a targeted request (targeted_run.h) starts; it
+  // prices `round_columns` columns with `rows` paths, computing [begin, end).
+  enum class Kind { kScenarioColumns, kTerminalPrices, kRoundStarted };
   Kind kind = Kind::kScenarioColumns;
   // Scenario columns or issuers [begin, end); `rows` (= P) values each.
   int64_t begin = 0;
   int64_t end = 0;
   int64_t rows = 0;
+  int64_t round = 0;
+  int64_t round_columns = 0;
   SharedFloats values;          // column-major, empty when not requested
   ColumnStatistics statistics;  // empty when not requested
 

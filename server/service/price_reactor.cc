@@ -12,6 +12,7 @@
 #include "server/service/reply_encoding.h"
 #include "server/service/request_validation.h"
 #include "server/service/status_mapping.h"
+#include "server/service/targeted_run.h"
 #include "spdlog/spdlog.h"
 
 namespace pricer {
@@ -35,22 +36,22 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       return;
     }
     active_ = true;
-    absl::StatusOr<std::shared_ptr<Job>> job = Submit(context, request, *client);
-    if (!job.ok()) {
-      FinishBefore(job.status());
+    absl::StatusOr<std::shared_ptr<PriceRun>> run = Submit(context, request, *client);
+    if (!run.ok()) {
+      FinishBefore(run.status());
       return;
     }
-    job_ = *std::move(job);
-    call_.job = job_->id();
-    call_.columns = job_->spec().column_end - job_->spec().column_begin;
-    const ShardPlan& plan = job_->plan();
+    run_ = *std::move(run);
+    call_.job = run_->job().id();
+    call_.columns = run_->job().spec().column_end - run_->job().spec().column_begin;
+    const ShardPlan& plan = run_->job().plan();
     spdlog::info("{}: client {}, {} issuers, {} paths, columns [{}, {}), {} shards of {} columns",
-                 job_->id(), call_.client, job_->spec().market.issuers(), job_->spec().paths,
-                 job_->spec().column_begin, job_->spec().column_end, plan.shard_count,
-                 plan.shard_columns);
+                 run_->job().id(), call_.client, run_->job().spec().market.issuers(),
+                 run_->job().spec().paths, run_->job().spec().column_begin,
+                 run_->job().spec().column_end, plan.shard_count, plan.shard_columns);
     // `accepted` goes first, once the job's inputs are ready (after its
     // preparation): a request its preparation refuses gets no reply.
-    job_->results().SetListener([this] { WriteNext(); });
+    run_->results().SetListener([this] { WriteNext(); });
     WriteNext();
   }
 
@@ -65,10 +66,10 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       reply_bytes = std::exchange(reply_bytes_in_flight_, 0);
       if (ok) call_.bytes += reply_bytes;
     }
-    if (sent > 0) job_->results().Release(sent);
+    if (sent > 0) run_->results().Release(sent);
     if (!ok) {
       // The stream broke (the client went away); stop the job.
-      job_->Cancel(absl::CancelledError("the reply stream broke"));
+      run_->Cancel(absl::CancelledError("the reply stream broke"));
       FinishOnce(absl::CancelledError("the reply stream broke"));
       return;
     }
@@ -78,16 +79,16 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   void OnCancel() override {
     cancelled_ = true;
-    if (job_ != nullptr) job_->Cancel(absl::CancelledError("the client cancelled the call"));
+    if (run_ != nullptr) run_->Cancel(absl::CancelledError("the client cancelled the call"));
   }
 
   void OnDone() override {
     stalled_->Close();  // waits for a time-out that is running
     double flops = 0;
-    if (job_ != nullptr) {
-      job_->results().DetachListener();
-      job_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
-      const JobSummary summary = job_->Summary();
+    if (run_ != nullptr) {
+      run_->results().DetachListener();
+      run_->Cancel(absl::CancelledError("the call ended"));  // no-op once finished
+      const JobSummary summary = run_->Summary();
       flops = summary.flops;
       if (ServerMetrics* metrics = service_.options().metrics) metrics->RecordJob(summary);
     }
@@ -106,10 +107,10 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
  private:
-  // Checks the request, and submits its job.
-  absl::StatusOr<std::shared_ptr<Job>> Submit(const grpc::CallbackServerContext& context,
-                                              const grpc::ByteBuffer& serialized,
-                                              const ClientIdentity& client) {
+  // Checks the request, and submits its job (the first round's, with a target).
+  absl::StatusOr<std::shared_ptr<PriceRun>> Submit(const grpc::CallbackServerContext& context,
+                                                   const grpc::ByteBuffer& serialized,
+                                                   const ClientIdentity& client) {
     const int64_t request_bytes = static_cast<int64_t>(serialized.Length());
     const int64_t max_request_bytes = service_.options().max_request_bytes;
     if (request_bytes > max_request_bytes) {
@@ -141,7 +142,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                           deadline - std::chrono::system_clock::now());
     }
-    return service_.engine().Submit(std::move(spec));
+    if (spec.target.any()) return TargetedRun::Start(service_.engine(), std::move(spec));
+    ASSIGN_OR_RETURN(std::shared_ptr<Job> job, service_.engine().Submit(std::move(spec)));
+    return std::make_shared<JobRun>(std::move(job));
   }
 
   // Refuses the call before any job exists.
@@ -166,24 +169,24 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     absl::Status status;
     v1::PriceReply message;
-    if (!accepted_sent_ && job_->results().ready()) {
-      ToAcceptedReply(*job_, &message);
+    if (!accepted_sent_ && run_->results().ready()) {
+      ToAcceptedReply(run_->job(), &message);
       reply_ = EncodeReply(message);
       accepted_sent_ = true;
     } else if (std::optional<ResultChunk> chunk;
-               accepted_sent_ && (chunk = job_->results().Pop()).has_value()) {
-      reply_ = EncodeReply(*chunk, job_->spec().output.statistics);
+               accepted_sent_ && (chunk = run_->results().Pop()).has_value()) {
+      reply_ = EncodeReply(*chunk, run_->job().spec().output.statistics);
       bytes_in_flight_ = chunk->payload_bytes();
-    } else if (!job_->results().Drained(&status)) {
+    } else if (!run_->results().Drained(&status)) {
       mu_.Unlock();
       return;
     } else if (status.ok() && !finished_sent_) {
-      const JobSummary summary = job_->Summary();
+      const JobSummary summary = run_->Summary();
       ToFinishedReply(summary, &message);
       reply_ = EncodeReply(message);
       finished_sent_ = true;
-      spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", job_->id(), summary.elapsed_seconds,
-                   summary.flops / summary.elapsed_seconds / 1e9);
+      spdlog::info("{}: finished in {:.3f} s, {:.1f} GFLOP/s", run_->job().id(),
+                   summary.elapsed_seconds, summary.flops / summary.elapsed_seconds / 1e9);
     } else {
       finished_ = true;
       call_.code = ToGrpcCode(status.code());
@@ -207,7 +210,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         absl::StrCat("the reader took no reply for ", service_.options().stalled_reader_seconds,
                      " s (--stalled-reader-seconds)");
     spdlog::info("{}: cancelled: {}", call_.job, why);
-    job_->Cancel(absl::CancelledError(why));
+    run_->Cancel(absl::CancelledError(why));
     context_.TryCancel();
   }
 
@@ -226,7 +229,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   std::shared_ptr<IdleWatch::Ticket> stalled_;  // of service_.stalled_readers()
   bool active_ = false;                         // counted among the active calls (not refused)
   std::atomic<bool> cancelled_{false};
-  std::shared_ptr<Job> job_;
+  std::shared_ptr<PriceRun> run_;
   absl::Mutex mu_;
   // Its code and bytes are written under mu_ once the call streams, on the
   // engine's and gRPC's threads; OnDone takes it under mu_.

@@ -50,6 +50,15 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
   reply->Clear();
   const auto* bytes = reinterpret_cast<const char*>(chunk.values.data());
   const size_t size = values ? chunk.values.size() * sizeof(float) : 0;
+  if (chunk.kind == ResultChunk::Kind::kRoundStarted) {
+    v1::RoundStarted* round = reply->mutable_round();
+    round->set_round(static_cast<int32_t>(chunk.round));
+    round->set_paths(chunk.rows);
+    round->set_columns(chunk.round_columns);
+    round->set_column_begin(chunk.begin);
+    round->set_column_end(chunk.end);
+    return;
+  }
   if (chunk.kind == ResultChunk::Kind::kTerminalPrices) {
     v1::TerminalPricesChunk* prices = reply->mutable_prices();
     prices->set_issuer_begin(chunk.begin);
@@ -73,6 +82,7 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
     stats->mutable_max()->Assign(s.max.begin(), s.max.end());
     stats->mutable_mean_standard_error()->Assign(s.mean_se.begin(), s.mean_se.end());
     stats->mutable_stddev_standard_error()->Assign(s.stddev_se.begin(), s.stddev_se.end());
+    stats->mutable_target_met()->Assign(s.target_met.begin(), s.target_met.end());
     using Levels = std::vector<std::vector<double>>;
     static const Levels kNone;
     for (auto [levels, values, lower, upper, standard_error, to] :

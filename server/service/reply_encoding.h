@@ -18,7 +18,7 @@
 namespace pricer {
 
 // Replaces `reply` with the reply for `chunk`: a `prices` chunk for terminal
-// prices, else a `chunk` with the SC values (when kept) and the statistics
+// prices, a `round` when a targeted request's round starts, else a `chunk` with the SC values (when kept) and the statistics
 // of `selection` (the job's), levels in the order selected.
 // Without `values`, the chunk's values are left out (EncodeReply appends
 // them).

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/service/field_checks.h"
 #include "server/service/job_preparation.h"
@@ -133,6 +134,102 @@ absl::StatusOr<StatisticsSelection> ToStatistics(const v1::StatisticsSelection& 
   return selection;
 }
 
+// The level of a quantile, var or es target: its index among `levels`.
+absl::StatusOr<int64_t> TargetLevel(double level, const std::vector<double>& levels,
+                                    absl::string_view selected) {
+  for (size_t l = 0; l < levels.size(); ++l) {
+    if (levels[l] == level) return static_cast<int64_t>(l);
+  }
+  return Invalid("target.level", level,
+                 absl::StrCat("must be one of the levels of ", selected, " [",
+                              absl::StrJoin(levels, ", "), "]"));
+}
+
+// The statistic of a target, which the request's statistics must include.
+absl::Status ToTargetStatistic(const v1::PrecisionTarget& request,
+                               const StatisticsSelection& selection, PrecisionTarget* target) {
+  using S = PrecisionTarget::Statistic;
+  const double level = request.level();
+  switch (request.statistic()) {
+    case v1::PrecisionTarget::STATISTIC_MEAN:
+    case v1::PrecisionTarget::STATISTIC_STDDEV: {
+      const bool mean = request.statistic() == v1::PrecisionTarget::STATISTIC_MEAN;
+      target->statistic = mean ? S::kMean : S::kStddev;
+      if (!(mean ? selection.mean : selection.stddev)) {
+        return Invalid("target.statistic", StatisticName(target->statistic),
+                       absl::StrCat("output.statistics.", StatisticName(target->statistic),
+                                    " must be asked for"));
+      }
+      if (level != 0) return Invalid("target.level", level, "must be 0 for mean and stddev");
+      return absl::OkStatus();
+    }
+    case v1::PrecisionTarget::STATISTIC_QUANTILE:
+      target->statistic = S::kQuantile;
+      break;
+    case v1::PrecisionTarget::STATISTIC_VAR:
+      target->statistic = S::kVar;
+      break;
+    case v1::PrecisionTarget::STATISTIC_ES:
+      target->statistic = S::kEs;
+      break;
+    default:
+      return Invalid("target.statistic", static_cast<int>(request.statistic()),
+                     "must be STATISTIC_MEAN, _STDDEV, _QUANTILE, _VAR or _ES");
+  }
+  const std::vector<double>& levels = target->statistic == S::kQuantile ? selection.quantiles
+                                      : target->statistic == S::kVar    ? selection.var
+                                                                        : selection.es;
+  target->level = level;
+  ASSIGN_OR_RETURN(
+      target->level_index,
+      TargetLevel(level, levels,
+                  absl::StrCat("output.statistics.", target->statistic == S::kQuantile
+                                                         ? "quantiles"
+                                                         : StatisticName(target->statistic))));
+  return absl::OkStatus();
+}
+
+// The request's precision target (none without one); `spec` is checked
+// otherwise. A target implies the statistics' errors.
+absl::StatusOr<PrecisionTarget> ToTarget(const v1::PriceRequest& request, JobSpec* spec) {
+  PrecisionTarget target;
+  if (!request.has_target()) return target;
+  const v1::PrecisionTarget& t = request.target();
+  OutputSelection& output = spec->output;
+  RETURN_IF_ERROR(ToTargetStatistic(t, output.statistics, &target));
+  for (auto [field, value] :
+       {std::pair{"target.relative", t.relative()}, std::pair{"target.absolute", t.absolute()}}) {
+    if (!(std::isfinite(value) && value >= 0)) {
+      return Invalid(field, value, "must be finite and >= 0");
+    }
+  }
+  if (t.relative() == 0 && t.absolute() == 0) {
+    return Invalid("target.relative", 0.0, "target.relative or target.absolute must be > 0");
+  }
+  target.relative = t.relative();
+  target.absolute = t.absolute();
+  if (t.max_paths() < spec->paths) {
+    return Invalid("target.max_paths", t.max_paths(),
+                   absl::StrCat("must be >= paths (", spec->paths, ")"));
+  }
+  RETURN_IF_ERROR(CheckRange("target.max_paths", t.max_paths(), 1, kMaxPaths));
+  if (t.max_paths() * spec->market.issuers() > kMaxPathIssuerProduct) {
+    return Invalid("target.max_paths", t.max_paths(),
+                   absl::StrCat("max_paths * issuers must be <= ", kMaxPathIssuerProduct,
+                                " (issuers ", spec->market.issuers(), ")"));
+  }
+  target.max_paths = t.max_paths();
+  for (auto [field, set] : {std::pair{"output.full", output.full},
+                            std::pair{"output.terminal_prices", output.terminal_prices}}) {
+    if (set) {
+      return Invalid(field, "true",
+                     "must be false with a target (its columns' path counts differ)");
+    }
+  }
+  output.statistics.errors = true;
+  return target;
+}
+
 absl::StatusOr<GemmPrecision> ToPrecision(v1::Precision precision) {
   switch (precision) {
     case v1::PRECISION_FP32:
@@ -216,6 +313,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
 
   RETURN_IF_ERROR(ToColumns(request, spec.scenarios.columns(), &spec));
   ASSIGN_OR_RETURN(spec.output, ToOutput(request.output()));
+  ASSIGN_OR_RETURN(spec.target, ToTarget(request, &spec));
 
   RETURN_IF_ERROR(CheckRange("priority", request.priority(), -100, 100));
   spec.priority = request.priority();
