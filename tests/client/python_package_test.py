@@ -43,20 +43,29 @@ print("deps", grpc.__version__, google.protobuf.__version__, numpy.__version__)
 """
 
 # Run in the PyPI venv, which has pandas: one row per column, the same values
-# (the statistics' errors included, each after its statistic).
+# (the statistics' errors included, each after its statistic; with a target,
+# each column's paths and target_met last).
 PANDAS = """
 import sys, numpy as np
 from pricer_client import Client
 with Client(sys.argv[1]) as client:
     r = client.price(issuers=20, paths=500, seed=4, scenarios=300, column_begin=100,
                      statistics=["mean", "var:0.99"], errors=True)
+    t = client.price(issuers=20, paths=500, seed=4, scenarios=300, column_begin=100,
+                     statistics=["var:0.99"], target="var:0.99=5%", max_paths=2000)
 frame = r.to_pandas()
 assert list(frame.columns) == ["v0", "mean", "mean_se", "var_0.99", "var_0.99_lo",
                                "var_0.99_hi"], list(frame.columns)
 assert frame.index.name == "column" and list(frame.index) == list(range(100, 300))
 for name in frame.columns:
     assert np.array_equal(frame[name].to_numpy(), r.statistics[name]), name
-print("pandas ok", len(frame))
+targeted = t.to_pandas()
+assert list(targeted.columns) == ["v0", "var_0.99", "var_0.99_lo", "var_0.99_hi", "paths",
+                                  "target_met"], list(targeted.columns)
+assert (targeted["paths"].dtype, targeted["target_met"].dtype) == (np.int64, bool)
+assert np.array_equal(targeted["paths"].to_numpy(), t.column_paths)
+assert np.array_equal(targeted["target_met"].to_numpy(), t.target_met)
+print("pandas ok", len(frame), len(targeted))
 """
 
 
@@ -151,7 +160,7 @@ class PipPackageTest(unittest.TestCase):
         deps = self.check_example(python, "pypi")
         protobuf_major = int(deps.split()[1].split(".")[0])
         self.assertGreater(protobuf_major, 4, f"not the newest protobuf: {deps}")
-        self.assertIn("pandas ok 200", run(python, "-I", "-c", PANDAS, self.server.target,
+        self.assertIn("pandas ok 200 200", run(python, "-I", "-c", PANDAS, self.server.target,
                                            cwd=self.dir))
 
 
