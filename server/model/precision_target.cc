@@ -10,50 +10,30 @@ std::vector<int64_t> PrecisionTarget::RoundPaths(int64_t paths) const {
   return rounds;
 }
 
-double PrecisionTarget::Value(const ColumnStatistics& stats, int64_t k) const {
+PrecisionTarget::Estimate PrecisionTarget::Of(const ColumnStatistics& stats, int64_t k) const {
   const auto l = static_cast<size_t>(level_index);
   const auto c = static_cast<size_t>(k);
   switch (statistic) {
     case Statistic::kMean:
-      return stats.mean[c];
+      return {stats.mean[c], stats.mean_se[c]};
     case Statistic::kStddev:
-      return stats.stddev[c];
+      return {stats.stddev[c], stats.stddev_se[c]};
     case Statistic::kQuantile:
-      return stats.quantiles[l][c];
+      return {stats.quantiles[l][c], (stats.quantiles_hi[l][c] - stats.quantiles_lo[l][c]) / 2};
     case Statistic::kVar:
-      return stats.var[l][c];
+      return {stats.var[l][c], (stats.var_hi[l][c] - stats.var_lo[l][c]) / 2};
     case Statistic::kEs:
-      return stats.es[l][c];
+      return {stats.es[l][c], stats.es_se[l][c]};
     case Statistic::kNone:
       break;
   }
-  return 0;
-}
-
-double PrecisionTarget::Error(const ColumnStatistics& stats, int64_t k) const {
-  const auto l = static_cast<size_t>(level_index);
-  const auto c = static_cast<size_t>(k);
-  switch (statistic) {
-    case Statistic::kMean:
-      return stats.mean_se[c];
-    case Statistic::kStddev:
-      return stats.stddev_se[c];
-    case Statistic::kQuantile:
-      return (stats.quantiles_hi[l][c] - stats.quantiles_lo[l][c]) / 2;
-    case Statistic::kVar:
-      return (stats.var_hi[l][c] - stats.var_lo[l][c]) / 2;
-    case Statistic::kEs:
-      return stats.es_se[l][c];
-    case Statistic::kNone:
-      break;
-  }
-  return 0;
+  return {};
 }
 
 bool PrecisionTarget::Met(const ColumnStatistics& stats, int64_t k) const {
-  const double error = Error(stats, k);
-  if (relative > 0 && !(error <= relative * std::abs(Value(stats, k)))) return false;
-  if (absolute > 0 && !(error <= absolute)) return false;
+  const Estimate e = Of(stats, k);
+  if (relative > 0 && !(e.error <= relative * std::abs(e.value))) return false;
+  if (absolute > 0 && !(e.error <= absolute)) return false;
   return true;
 }
 

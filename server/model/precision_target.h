@@ -35,8 +35,11 @@ struct PrecisionTarget {
   // The statistic of column `k` of `stats` and its error: the standard error
   // (mean, stddev, es) or the half-width (upper - lower) / 2 of its interval
   // (quantile, var). `stats` holds the errors (StatisticsSelection::errors).
-  double Value(const ColumnStatistics& stats, int64_t k) const;
-  double Error(const ColumnStatistics& stats, int64_t k) const;
+  struct Estimate {
+    double value = 0;
+    double error = 0;
+  };
+  Estimate Of(const ColumnStatistics& stats, int64_t k) const;
   bool Met(const ColumnStatistics& stats, int64_t k) const;
 };
 

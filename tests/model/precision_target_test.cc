@@ -38,8 +38,8 @@ TEST(PrecisionTargetTest, AnIntervalsHalfWidthAgainstTheRelativeAndAbsoluteBound
   t.statistic = PrecisionTarget::Statistic::kVar;
   t.level_index = 1;
   t.relative = 0.01;  // 1% of |VaR|: 1 and 0.5
-  EXPECT_DOUBLE_EQ(t.Error(s, 0), 1.0);
-  EXPECT_DOUBLE_EQ(t.Value(s, 1), -50.0);
+  EXPECT_DOUBLE_EQ(t.Of(s, 0).error, 1.0);
+  EXPECT_DOUBLE_EQ(t.Of(s, 1).value, -50.0);
   EXPECT_TRUE(t.Met(s, 0));
   EXPECT_FALSE(t.Met(s, 1));
   t.relative = 0.04;  // 4 and 2: both
