@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cli/run_journal.h"
+#include "client/lib/error_target.h"
 #include "client/lib/npy.h"
 #include "client/lib/output_checks.h"
 #include "client/lib/run_report.h"
@@ -68,8 +69,9 @@ Outcome Send(PricerClient& client, const v1::PriceRequest& request, ColumnRange 
       journal_error = s;
       return grpc::Status(grpc::StatusCode::CANCELLED, std::string(s.message()));
     }
-    if (progress.has_value() && reply.has_chunk()) {
+    if (progress.has_value() && (reply.has_chunk() || reply.has_round())) {
       const RunTotals t = results.totals();
+      progress->SetRound(t.round, t.round_paths);
       progress->Update(t.columns_priced + t.columns_from_journal, t.column_end - t.column_begin,
                        t.columns_priced);
     }
@@ -109,8 +111,9 @@ int Report(Outcome outcome, double wall_seconds, bool json, const ResultFiles& f
   return code;
 }
 
-// --stats and the errors of each statistic.
-void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list) {
+// --stats, the errors of each statistic and a target for one of them.
+void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list,
+                        std::optional<std::string>& error_target) {
   app.add_option("--stats", list,
                  "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
                  "(comma-separated; default mean,stddev,min,max)");
@@ -120,6 +123,14 @@ void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list)
                "var_L_lo, var_L_hi, ...)");
   app.add_option("--error-confidence", options.error_confidence,
                  "confidence of the --errors intervals, in (0, 1) (default 0.95)");
+  app.add_option("--error-target", error_target,
+                 "STAT[:LEVEL]=X: price each column with --paths, then twice as many, ... "
+                 "until the error of STAT (one of --stats: mean, stddev, quantile:L, var:L, "
+                 "es:L) is at most X, relative to |STAT| when X ends in % (var:0.99=2%), "
+                 "else absolute (mean=0.5); implies --errors; the CSV gets paths and "
+                 "target_met columns");
+  app.add_option("--max-paths", options.max_paths,
+                 "with --error-target (required): the most paths a column may use");
 }
 
 }  // namespace
@@ -146,7 +157,7 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--column-begin", options_.column_begin, "first scenario column to price");
   price->add_option("--column-end", options_.column_end, "one past the last column to price");
   price->add_option("--chunk-columns", options_.chunk_columns, "columns per result chunk (hint)");
-  AddStatisticsFlags(*price, options_, stats_list_);
+  AddStatisticsFlags(*price, options_, stats_list_, error_target_);
   price->add_option("--correlation-file", options_.correlation_file,
                     "CSV of the N x N correlation of the issuers' shocks; with labels (a header "
                     "row, a first column), in the order of the market file's issuers");
@@ -184,6 +195,12 @@ int PriceCommand::Run(PricerClient& client) {
   }
   options_.full = !files_.full_npy.empty();
   options_.terminal_prices = !files_.prices_npy.empty();
+  if (error_target_.has_value()) {
+    absl::StatusOr<ErrorTarget> target = ParseErrorTarget(*error_target_);
+    if (!target.ok()) return Refuse(target.status().message());
+    options_.error_target = *std::move(target);
+    options_.errors = true;
+  }
   // Statistics unless only files of raw values were asked for (--errors
   // asks for statistics).
   if (!stats_list_.empty() || !files_.stats_csv.empty() || options_.errors ||
@@ -197,7 +214,8 @@ int PriceCommand::Run(PricerClient& client) {
   if (!request.ok()) return Refuse(request.status().message());
   ColumnRange columns = RequestedColumns(*request);
   PriceResults results(files_,
-                       options_.errors ? WithErrors(options_.statistics) : options_.statistics);
+                       options_.errors ? WithErrors(options_.statistics) : options_.statistics,
+                       request->target());
   ReceivedResults received;
   RunJournal journal(*request, files_);
   if (resume_) {

@@ -21,7 +21,8 @@ class PriceCommand final : public Command {
  private:
   PriceOptions options_;
   ResultFiles files_;
-  std::string stats_list_;  // --stats
+  std::string stats_list_;                   // --stats
+  std::optional<std::string> error_target_;  // --error-target
   int split_ = 1;
   bool resume_ = false;
   std::optional<double> timeout_;  // --timeout, seconds

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/lib/error_target.h"
 #include "common/status_macros.h"
 
 namespace pricer {
@@ -76,7 +77,7 @@ grpc::Status PriceResults::OnReply(const ReceivedReply& received) {
       OnFinished(reply.finished());
       return grpc::Status::OK;
     case v1::PriceReply::kRound:
-      return grpc::Status::OK;
+      return OnRound(reply.round());
     case v1::PriceReply::KIND_NOT_SET:
       break;
   }
@@ -136,17 +137,45 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   v0_.assign(static_cast<size_t>(n), nan);
   values_.assign(items_.size(), std::vector<double>(static_cast<size_t>(n), nan));
+  if (Targeted(target_)) {
+    paths_.assign(static_cast<size_t>(n), 0);
+    met_.assign(static_cast<size_t>(n), false);
+  }
   return grpc::Status::OK;
+}
+
+// Rounds of several parts interleave: the progress line shows the latest.
+grpc::Status PriceResults::OnRound(const v1::RoundStarted& round) {
+  if (!started_ || !Targeted(target_) || round.round() < 0 || round.round() > 40 ||
+      round.paths() != accepted_.paths() << round.round() ||
+      !IsTargetPathCount(round.paths(), accepted_.paths(), target_)) {
+    return Contradiction(absl::StrCat("a round ", round.round(), " of ", round.paths(),
+                                      " paths that the request does not have"));
+  }
+  if (!round_.has_value() || round.round() >= round_->round()) round_ = round;
+  return grpc::Status::OK;
+}
+
+grpc::Status PriceResults::CheckRows(const v1::ResultChunk& chunk) const {
+  const int64_t paths = accepted_.paths();
+  if (Targeted(target_) ? IsTargetPathCount(chunk.rows(), paths, target_) : chunk.rows() == paths) {
+    return grpc::Status::OK;
+  }
+  return Contradiction(absl::StrCat(
+      "a chunk of columns [", chunk.column_begin(), ", ", chunk.column_end(), ") of ", chunk.rows(),
+      " rows for ", paths, " paths",
+      Targeted(target_) ? absl::StrCat(" (not ", paths, " x 2^k <= ", target_.max_paths(), ")")
+                        : ""));
 }
 
 grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values) {
   const int64_t begin = chunk.column_begin() - accepted_.column_begin();
   const int64_t count = chunk.column_end() - chunk.column_begin();
-  if (begin < 0 || count <= 0 || begin + count > ColumnsLocked() ||
-      chunk.rows() != accepted_.paths()) {
+  if (begin < 0 || count <= 0 || begin + count > ColumnsLocked()) {
     return Contradiction(absl::StrCat("a chunk of columns [", chunk.column_begin(), ", ",
                                       chunk.column_end(), ") outside the accepted range"));
   }
+  if (grpc::Status s = CheckRows(chunk); !s.ok()) return s;
   if (full_.has_value() && values != nullptr) {
     if (values->size() != chunk.rows() * count * 4) {
       return Contradiction(absl::StrCat("a chunk of ", values->size(), " bytes for ", count,
@@ -156,21 +185,40 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueByte
       return FileFailed(s);
     }
   }
-  if (chunk.has_statistics()) {
-    const v1::ColumnStatistics& s = chunk.statistics();
-    if (s.v0_size() != count) return Contradiction("statistics arrays of the wrong length");
-    std::copy(s.v0().begin(), s.v0().end(), v0_.begin() + begin);
-    for (size_t i = 0; i < items_.size(); ++i) {
-      const google::protobuf::RepeatedField<double>* values = ValuesOf(s, items_[i]);
-      if (values == nullptr || values->size() != count) {
-        return Contradiction(absl::StrCat("no ", items_[i].name, " for ", count, " columns"));
-      }
-      std::copy(values->begin(), values->end(), values_[i].begin() + begin);
-    }
-    has_statistics_ = true;
+  if (chunk.has_statistics() || Targeted(target_)) {
+    if (grpc::Status s = KeepStatistics(chunk, begin); !s.ok()) return s;
   }
   columns_received_ += count;
-  if (values == nullptr) columns_restored_ += count;
+  if (values == nullptr) {
+    columns_restored_ += count;
+  } else {
+    // A column priced with 4P paths in its third round took P + 2P + 4P.
+    const int64_t rows = chunk.rows();
+    path_columns_ += count * (Targeted(target_) ? 2 * rows - accepted_.paths() : rows);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PriceResults::KeepStatistics(const v1::ResultChunk& chunk, int64_t begin) {
+  const v1::ColumnStatistics& s = chunk.statistics();
+  const int64_t count = chunk.column_end() - chunk.column_begin();
+  if (s.v0_size() != count) return Contradiction("statistics arrays of the wrong length");
+  std::copy(s.v0().begin(), s.v0().end(), v0_.begin() + begin);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const google::protobuf::RepeatedField<double>* values = ValuesOf(s, items_[i]);
+    if (values == nullptr || values->size() != count) {
+      return Contradiction(absl::StrCat("no ", items_[i].name, " for ", count, " columns"));
+    }
+    std::copy(values->begin(), values->end(), values_[i].begin() + begin);
+  }
+  if (Targeted(target_)) {
+    if (s.target_met_size() != count) {
+      return Contradiction(absl::StrCat("no target_met for ", count, " columns"));
+    }
+    std::fill_n(paths_.begin() + begin, count, chunk.rows());
+    std::copy(s.target_met().begin(), s.target_met().end(), met_.begin() + begin);
+  }
+  has_statistics_ = true;
   return grpc::Status::OK;
 }
 
@@ -198,10 +246,12 @@ absl::Status PriceResults::Finish() {
   std::ofstream out(files_.stats_csv);
   out << "column,v0";
   for (const StatisticItem& item : items_) out << "," << item.name;
-  out << "\n";
+  const bool targeted = Targeted(target_);
+  out << (targeted ? ",paths,target_met\n" : "\n");
   for (int64_t k = 0; k < ColumnsLocked(); ++k) {
     out << accepted_.column_begin() + k << "," << Shortest(v0_[k]);
     for (const std::vector<double>& values : values_) out << "," << Shortest(values[k]);
+    if (targeted) out << "," << paths_[k] << "," << (met_[k] ? 1 : 0);
     out << "\n";
   }
   out.close();
@@ -223,6 +273,19 @@ RunTotals PriceResults::totals() const {
     totals.gemm_seconds = finished_->gemm_seconds();
     totals.statistics_seconds = finished_->statistics_seconds();
   }
+  totals.path_columns = path_columns_;
+  if (Targeted(target_)) {
+    totals.target = DescribeTarget(target_);
+    for (size_t k = 0; k < paths_.size(); ++k) {
+      if (paths_[k] == 0) continue;  // not arrived
+      ++totals.columns_by_paths[paths_[k]];
+      totals.columns_met += met_[k] ? 1 : 0;
+    }
+  }
+  if (round_.has_value()) {
+    totals.round = round_->round();
+    totals.round_paths = round_->paths();
+  }
   return totals;
 }
 
@@ -231,8 +294,13 @@ std::string PriceResults::StatisticsTable() const {
   std::string text;
   const int64_t n = ColumnsLocked();
   if (!has_statistics_ || n == 0) return text;
-  absl::StrAppend(&text, "statistics over ", accepted_.paths(),
-                  " paths (mean, stddev, min, max, quantiles: of SC[:, j], the value of "
+  // With a target: from P to the most any column took.
+  const int64_t most = paths_.empty() ? 0 : *std::max_element(paths_.begin(), paths_.end());
+  const std::string paths = most > accepted_.paths()
+                                ? absl::StrCat(accepted_.paths(), " to ", most, " paths per column")
+                                : absl::StrCat(accepted_.paths(), " paths");
+  absl::StrAppend(&text, "statistics over ", paths,
+                  " (mean, stddev, min, max, quantiles: of SC[:, j], the value of "
                   "column j at maturity; var, es: of the PnL, positive for a loss):\n");
   absl::StrAppend(&text, absl::StrFormat("  %10s %14s", "column", "v0"));
   for (const StatisticItem& item : items_) {

@@ -8,6 +8,7 @@
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,14 +43,30 @@ struct RunTotals {
   double server_seconds = 0;
   double gemm_seconds = 0;
   double statistics_seconds = 0;
+  // The paths of the columns this run priced, summed over them, every round
+  // a column went through counted (P + 2P + 4P for one priced with 4P).
+  int64_t path_columns = 0;
+  // With a precision target (else `target` is empty): the target
+  // (DescribeTarget), the columns that met it and the columns priced with
+  // each path count (those from the journal included), and the latest
+  // round started (-1: none).
+  std::string target;
+  int64_t columns_met = 0;
+  std::map<int64_t, int64_t> columns_by_paths;
+  int round = -1;
+  int64_t round_paths = 0;
 };
 
 class PriceResults {
  public:
   // `statistics`: the items asked for, in the order of the CSV's columns
-  // (with errors, WithErrors of them).
-  PriceResults(ResultFiles files, std::vector<StatisticItem> statistics)
-      : files_(std::move(files)), items_(std::move(statistics)) {}
+  // (with errors, WithErrors of them); `target`: the request's
+  // (PriceRequest.target), whose chunks may have more rows than `accepted`
+  // has paths and carry target_met, which the CSV ends with (columns paths
+  // and target_met).
+  PriceResults(ResultFiles files, std::vector<StatisticItem> statistics,
+               v1::PrecisionTarget target = {})
+      : files_(std::move(files)), items_(std::move(statistics)), target_(std::move(target)) {}
 
   // The whole column range of the request, which the files and arrays then
   // cover: the first `accepted` may be of a part only (a split request, a
@@ -95,10 +112,17 @@ class PriceResults {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk, const ValueBytes& values)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  grpc::Status OnRound(const v1::RoundStarted& round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A chunk's rows: the accepted paths, or with a target P * 2^k.
+  grpc::Status CheckRows(const v1::ResultChunk& chunk) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps a chunk's statistics at column offset `begin`.
+  grpc::Status KeepStatistics(const v1::ResultChunk& chunk, int64_t begin)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnFinished(const v1::JobFinished& part) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ResultFiles files_;
   const std::vector<StatisticItem> items_;
+  const v1::PrecisionTarget target_;
   mutable absl::Mutex mu_;
   // The whole range of a split request.
   std::optional<std::pair<int64_t, int64_t>> expected_ ABSL_GUARDED_BY(mu_);
@@ -112,6 +136,11 @@ class PriceResults {
   // (NaN where no chunk brought them).
   std::vector<double> v0_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<double>> values_ ABSL_GUARDED_BY(mu_);  // [item][column]
+  // With a target: each column's paths (0 until it arrives) and target_met.
+  std::vector<int64_t> paths_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> met_ ABSL_GUARDED_BY(mu_);
+  int64_t path_columns_ ABSL_GUARDED_BY(mu_) = 0;               // RunTotals::path_columns
+  std::optional<v1::RoundStarted> round_ ABSL_GUARDED_BY(mu_);  // the latest
   bool has_statistics_ ABSL_GUARDED_BY(mu_) = false;
   int64_t columns_received_ ABSL_GUARDED_BY(mu_) = 0;  // restored ones included
   int64_t columns_restored_ ABSL_GUARDED_BY(mu_) = 0;

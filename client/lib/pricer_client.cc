@@ -14,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/lib/error_target.h"
+#include "client/lib/reply_parts.h"
 #include "client/lib/retry_policy.h"
 #include "pricer/v1/client_protocol.pb.h"
 
@@ -58,6 +60,12 @@ class PricerClient::PartRun {
   grpc::Status Call(const std::optional<ColumnRange>& asked, bool with_prices, bool* ours);
   grpc::Status Take(const ReceivedReply& reply, const std::optional<ColumnRange>& asked);
   grpc::Status TakePrices(const ReceivedReply& reply);
+  // Hands on the part of `received`, of columns or issuers [begin, end),
+  // that `have` lacks (cut out of it by `cut`: ChunkPart, PricesPart), and
+  // adds it to `have`.
+  using CutReply = ReceivedReply (*)(const ReceivedReply&, int64_t, int64_t);
+  grpc::Status HandOnMissing(const ReceivedReply& received, int64_t begin, int64_t end,
+                             CutReply cut, ColumnRanges& have);
 
   bool PricesMissing() const {
     return terminal_prices_ && (issuers_ == 0 || !prices_.Covers(0, issuers_));
@@ -135,6 +143,12 @@ grpc::Status PricerClient::PartRun::CallForMissing(bool* ours) {
   // Only the terminal prices are missing: one column carries them (and
   // its chunk, already here, is dropped).
   if (missing.empty() && with_prices) missing.emplace_back(range_->first, range_->first + 1);
+  // A targeted call sends the columns that meet the target first, so what a
+  // broken one leaves is scattered: one call over the span of the gaps (its
+  // columns that are here already are dropped), not one call per gap.
+  if (missing.size() > 1 && Targeted(request_.target())) {
+    missing = {{missing.front().first, missing.back().second}};
+  }
   for (const ColumnRange& asked : missing) {
     if (grpc::Status s = Call(asked, with_prices, ours); !s.ok()) return s;
     with_prices = false;
@@ -207,13 +221,13 @@ grpc::Status PricerClient::PartRun::Take(const ReceivedReply& received,
     return Contradiction(
         absl::StrCat("a chunk of columns [", begin, ", ", end, ") outside the columns asked for"));
   }
-  if (columns_.Covers(begin, end)) return grpc::Status::OK;  // only carried the prices
-  if (columns_.Overlaps(begin, end)) {
+  // A chunk that only carried the prices, or a targeted call over a span,
+  // repeats columns: they are dropped. Otherwise a repeat contradicts.
+  if (!columns_.Covers(begin, end) && columns_.Overlaps(begin, end) &&
+      !Targeted(request_.target())) {
     return Contradiction(absl::StrCat("columns of [", begin, ", ", end, ") twice"));
   }
-  grpc::Status s = on_reply_(received);
-  if (s.ok()) columns_.Add(begin, end);
-  return s;
+  return HandOnMissing(received, begin, end, ChunkPart, columns_);
 }
 
 // Hands on the issuers of a terminal-prices chunk that have not arrived yet:
@@ -227,22 +241,16 @@ grpc::Status PricerClient::PartRun::TakePrices(const ReceivedReply& received) {
     return Contradiction(absl::StrCat("a terminal-prices chunk of issuers [", begin, ", ", end,
                                       ") that does not fit"));
   }
-  for (const auto& [first, last] : prices_.Missing(begin, end)) {
-    grpc::Status s;
-    if (first == begin && last == end) {
-      s = on_reply_(received);
-    } else {
-      ReceivedReply part;
-      v1::TerminalPricesChunk* trimmed = part.message.mutable_prices();
-      trimmed->set_issuer_begin(first);
-      trimmed->set_issuer_end(last);
-      trimmed->set_rows(chunk.rows());
-      part.values =
-          received.values.Range((first - begin) * column_bytes, (last - first) * column_bytes);
-      s = on_reply_(part);
-    }
+  return HandOnMissing(received, begin, end, PricesPart, prices_);
+}
+
+grpc::Status PricerClient::PartRun::HandOnMissing(const ReceivedReply& received, int64_t begin,
+                                                  int64_t end, CutReply cut, ColumnRanges& have) {
+  for (const auto& [first, last] : have.Missing(begin, end)) {
+    grpc::Status s =
+        on_reply_(first == begin && last == end ? received : cut(received, first, last));
     if (!s.ok()) return s;
-    prices_.Add(first, last);
+    have.Add(first, last);
   }
   return grpc::Status::OK;
 }

@@ -55,7 +55,8 @@ class Cursor {
     length = std::min(length, total_ - position_);
     while (length > 0) {
       const std::string_view here = Current();
-      const auto n = static_cast<size_t>(std::min<int64_t>(length, static_cast<int64_t>(here.size())));
+      const auto n =
+          static_cast<size_t>(std::min<int64_t>(length, static_cast<int64_t>(here.size())));
       if (copy != nullptr) copy->append(here.data(), n);
       if (pieces != nullptr) pieces->push_back(here.substr(0, n));
       Advance(static_cast<int64_t>(n));
@@ -139,7 +140,8 @@ bool InOneof(uint64_t field) {
   return field == v1::PriceReply::kAcceptedFieldNumber ||
          field == v1::PriceReply::kChunkFieldNumber ||
          field == v1::PriceReply::kPricesFieldNumber ||
-         field == v1::PriceReply::kFinishedFieldNumber;
+         field == v1::PriceReply::kFinishedFieldNumber ||
+         field == v1::PriceReply::kRoundFieldNumber;
 }
 
 absl::Status NotAReply(int64_t position) {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/lib/market_csv.h"
 #include "client/lib/npy.h"
 #include "common/status_macros.h"
@@ -60,6 +61,8 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.statistics = flags.statistics;
   o.errors = flags.errors;
   o.error_confidence = flags.error_confidence;
+  o.error_target = flags.error_target;
+  o.max_paths = flags.max_paths;
   // A file named on the command line replaces the preset's generated data.
   if (flags.market_file.has_value() && !flags.issuers.has_value()) o.issuers.reset();
   if ((flags.scenarios_file.has_value() || flags.scenario_set.has_value()) &&
@@ -167,10 +170,47 @@ absl::Status SetScenarios(const PriceOptions& o, v1::PriceRequest& request) {
   return absl::OkStatus();
 }
 
-// The statistics and, with --errors, the confidence of their intervals.
+// The precision target: a statistic asked for, with --max-paths, of
+// statistics only.
+absl::Status SetTarget(const PriceOptions& o, v1::PriceRequest& request) {
+  if (!o.error_target.has_value()) {
+    if (o.max_paths.has_value())
+      return absl::InvalidArgumentError("--max-paths needs --error-target");
+    return absl::OkStatus();
+  }
+  const std::string& name = o.error_target->item.name;
+  if (!o.max_paths.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--error-target ", name, " needs --max-paths, the most paths a column may use"));
+  }
+  if (*o.max_paths < request.paths()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-paths ", *o.max_paths, " is below --paths ", request.paths()));
+  }
+  if (o.full || o.terminal_prices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--error-target prices statistics only: it cannot write ",
+                     o.full ? "--full-out" : "--prices-out"));
+  }
+  std::vector<std::string> names;
+  for (const StatisticItem& item : o.statistics) {
+    if (item.name == name) {
+      *request.mutable_target() = ToPrecisionTarget(*o.error_target, *o.max_paths);
+      return absl::OkStatus();
+    }
+    names.push_back(item.name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--error-target ", name,
+                                                 ": the statistic is not among --stats (",
+                                                 absl::StrJoin(names, ","), "); add it there"));
+}
+
+// The statistics and, with --errors (or a target), the confidence of their
+// intervals.
 absl::Status SetStatistics(const PriceOptions& o, v1::OutputOptions& output) {
+  const bool errors = o.errors || o.error_target.has_value();
   if (o.error_confidence.has_value()) {
-    if (!o.errors) return absl::InvalidArgumentError("--error-confidence needs --errors");
+    if (!errors) return absl::InvalidArgumentError("--error-confidence needs --errors");
     if (!(*o.error_confidence > 0 && *o.error_confidence < 1)) {  // NaN fails too
       return absl::InvalidArgumentError(
           absl::StrCat("--error-confidence ", *o.error_confidence, " must be in (0, 1)"));
@@ -179,7 +219,7 @@ absl::Status SetStatistics(const PriceOptions& o, v1::OutputOptions& output) {
   if (o.statistics.empty()) return absl::OkStatus();
   v1::StatisticsSelection* selection = output.mutable_statistics();
   *selection = ToSelection(o.statistics);
-  if (o.errors) {
+  if (errors) {
     selection->set_errors(true);
     selection->set_error_confidence(o.error_confidence.value_or(0.95));
   }
@@ -197,6 +237,7 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   v1::OutputOptions* output = request.mutable_output();
   output->set_full(o.full);
   RETURN_IF_ERROR(SetStatistics(o, *output));
+  RETURN_IF_ERROR(SetTarget(o, request));
   output->set_terminal_prices(o.terminal_prices);
   output->set_chunk_columns(o.chunk_columns.value_or(0));
   return request;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/lib/error_target.h"
 #include "client/lib/statistics_list.h"
 #include "pricer/v1/pricer.pb.h"
 
@@ -45,6 +46,12 @@ struct PriceOptions {
   // intervals at error_confidence (in (0, 1), default 0.95).
   bool errors = false;
   std::optional<double> error_confidence;
+  // PriceRequest.target: price each column with P, 2P, 4P, ... paths, at
+  // most max_paths (required with it), until its error meets the target. The
+  // statistic must be among `statistics`; it implies `errors` and refuses
+  // `full` and `terminal_prices`.
+  std::optional<ErrorTarget> error_target;
+  std::optional<int64_t> max_paths;
 };
 
 // The original example: 500 issuers with spot ~ U(5, 10) and volatility ~

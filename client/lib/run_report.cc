@@ -48,11 +48,34 @@ std::string Duration(double seconds) {
   return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
 }
 
+// 1612 -> "1,612".
+std::string Thousands(int64_t n) {
+  const std::string digits = absl::StrCat(n);
+  const size_t sign = n < 0 ? 1 : 0;
+  std::string text;
+  for (size_t k = 0; k < digits.size(); ++k) {
+    if (k > sign && (digits.size() - k) % 3 == 0) text.push_back(',');
+    text.push_back(digits[k]);
+  }
+  return text;
+}
+
 }  // namespace
 
 double RunFlops(const RunTotals& totals) {
-  return 2.0 * static_cast<double>(totals.paths) * static_cast<double>(totals.issuers) *
-         static_cast<double>(totals.columns_priced);
+  return 2.0 * static_cast<double>(totals.issuers) * static_cast<double>(totals.path_columns);
+}
+
+std::string TargetLine(const RunTotals& totals) {
+  int64_t columns = 0;
+  std::vector<std::string> by_paths;
+  for (const auto& [paths, count] : totals.columns_by_paths) {
+    columns += count;
+    by_paths.push_back(absl::StrCat(Thousands(paths), " x ", Thousands(count)));
+  }
+  return absl::StrCat("target ", totals.target, ": ", Thousands(totals.columns_met), " of ",
+                      Thousands(columns), " columns met it; paths ", absl::StrJoin(by_paths, ", "),
+                      "\n");
 }
 
 std::string SummaryText(const RunTotals& totals, double wall_seconds) {
@@ -68,11 +91,18 @@ std::string SummaryText(const RunTotals& totals, double wall_seconds) {
     absl::StrAppend(&text, absl::StrFormat("device thread-seconds: GEMM %.3f, statistics %.3f\n",
                                            totals.gemm_seconds, totals.statistics_seconds));
   }
+  if (!totals.target.empty()) absl::StrAppend(&text, TargetLine(totals));
   return text;
 }
 
 std::string SummaryJson(const RunTotals& totals, double wall_seconds, const ResultFiles& files) {
   const double flops = RunFlops(totals);
+  std::string target = "null", met = "null", by_paths = "null";
+  if (!totals.target.empty()) {
+    target = JsonString(totals.target);
+    met = absl::StrCat(totals.columns_met);
+    by_paths = JsonString(absl::StrJoin(totals.columns_by_paths, ",", absl::PairFormatter(":")));
+  }
   const std::vector<std::pair<const char*, std::string>> fields = {
       {"columns_priced", absl::StrCat(totals.columns_priced)},
       {"columns_from_journal", absl::StrCat(totals.columns_from_journal)},
@@ -87,6 +117,9 @@ std::string SummaryJson(const RunTotals& totals, double wall_seconds, const Resu
       {"stats_out", JsonFile(files.stats_csv)},
       {"full_out", JsonFile(files.full_npy)},
       {"prices_out", JsonFile(files.prices_npy)},
+      {"target", target},
+      {"columns_met_target", met},
+      {"columns_by_paths", by_paths},
   };
   return absl::StrCat(
       "{",
@@ -97,13 +130,17 @@ std::string SummaryJson(const RunTotals& totals, double wall_seconds, const Resu
       "}\n");
 }
 
-std::string FormatProgress(int64_t done, int64_t total, int64_t priced, double seconds) {
+std::string FormatProgress(int64_t done, int64_t total, int64_t priced, double seconds, int round,
+                           int64_t round_paths) {
   const double percent = total > 0 ? 100.0 * static_cast<double>(done) / total : 0.0;
   const double rate = seconds > 0 ? static_cast<double>(priced) / seconds : 0.0;
   const std::string eta =
       rate > 0 ? Duration(static_cast<double>(total - done) / rate) : std::string("--");
-  return absl::StrFormat("%5.1f%%  %d / %d columns  %.0f columns/s  ETA %s", percent, done, total,
-                         rate, eta);
+  std::string line = absl::StrFormat("%5.1f%%  %d / %d columns  %.0f columns/s  ETA %s", percent,
+                                     done, total, rate, eta);
+  if (round >= 0)
+    absl::StrAppend(&line, absl::StrFormat("  round %d: %d paths", round, round_paths));
+  return line;
 }
 
 bool ProgressLine::Due(Clock::time_point now, int64_t done, int64_t total) const {
@@ -115,7 +152,8 @@ void ProgressLine::Update(int64_t done, int64_t total, int64_t priced, Clock::ti
   if (!Due(now, done, total)) return;
   const double seconds = std::chrono::duration<double>(now - start_).count();
   // "\x1b[K" clears what a longer line left behind.
-  std::fprintf(out_, "\r%s\x1b[K", FormatProgress(done, total, priced, seconds).c_str());
+  std::fprintf(out_, "\r%s\x1b[K",
+               FormatProgress(done, total, priced, seconds, round_, round_paths_).c_str());
   std::fflush(out_);
   drawn_ = true;
   last_ = now;

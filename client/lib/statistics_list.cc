@@ -16,13 +16,10 @@ std::string LevelName(double level) {
                      std::to_chars(text, text + sizeof(text), level, std::chars_format::fixed).ptr);
 }
 
-namespace {
-
 using Kind = StatisticItem::Kind;
 using Part = StatisticItem::Part;
 
-// One item as written (spaces trimmed), e.g. "var:.99" or "mean".
-absl::StatusOr<StatisticItem> ParseItem(absl::string_view text) {
+absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::string_view flag) {
   static constexpr std::pair<absl::string_view, Kind> kPlain[] = {
       {"mean", Kind::kMean}, {"stddev", Kind::kStddev}, {"min", Kind::kMin}, {"max", Kind::kMax}};
   static constexpr std::pair<absl::string_view, Kind> kLevelled[] = {
@@ -36,29 +33,27 @@ absl::StatusOr<StatisticItem> ParseItem(absl::string_view text) {
     double level = 0;
     if (!absl::SimpleAtod(parts[1], &level)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--stats: '", text, "': the level '", parts[1], "' is not a number"));
+          absl::StrCat(flag, ": '", text, "': the level '", parts[1], "' is not a number"));
     }
     // A quantile may be the minimum or the maximum; VaR and ES at 0 or 1
     // have no tail. (Written so that NaN fails both.)
     const bool quantile = kind == Kind::kQuantile;
     if (quantile ? !(level >= 0 && level <= 1) : !(level > 0 && level < 1)) {
-      return absl::InvalidArgumentError(absl::StrCat("--stats: '", text, "': the level must be in ",
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": '", text, "': the level must be in ",
                                                      quantile ? "[0, 1]" : "(0, 1)"));
     }
     return StatisticItem{kind, level, absl::StrCat(name, "_", LevelName(level))};
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--stats: '", text, "' is not one of mean, stddev, min, max, quantile:L, var:L, es:L"));
+      flag, ": '", text, "' is not one of mean, stddev, min, max, quantile:L, var:L, es:L"));
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list) {
   std::vector<StatisticItem> items;
   std::vector<absl::string_view> written;  // each item as the user wrote it
   for (absl::string_view raw : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
     const absl::string_view text = absl::StripAsciiWhitespace(raw);
-    absl::StatusOr<StatisticItem> item = ParseItem(text);
+    absl::StatusOr<StatisticItem> item = ParseStatisticItem(text, "--stats");
     if (!item.ok()) return item.status();
     for (size_t i = 0; i < items.size(); ++i) {
       if (items[i].name == item->name) {

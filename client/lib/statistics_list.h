@@ -31,6 +31,10 @@ struct StatisticItem {
   Part part = Part::kValue;
 };
 
+// One item as written, e.g. "var:.99" or "mean" (spaces trimmed); an error
+// names `flag` ("--stats") and the item.
+absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::string_view flag);
+
 // Parses a comma-separated list of mean, stddev, min, max, quantile:L
 // (0 <= L <= 1), var:L and es:L (0 < L < 1). An item given twice (under any
 // spelling of its level) is refused, naming both as written.

@@ -7,19 +7,16 @@ in place."""
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import time
-import tty
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import WHOLE_BUDGET, CliTestCase, run_cli  # noqa: E402
+from pricerd_fixture import WHOLE_BUDGET, CliTestCase, run_cli, run_on_terminal  # noqa: E402
 
 ARGS = None
 JOB = ["--issuers", "3", "--paths", "1000", "--scenarios", "400", "--seed", "1"]
@@ -168,30 +165,9 @@ class OutputsTest(CliTestCase):
     def test_progress_line_on_a_terminal(self):
         """stderr on a pseudo-terminal: the line is redrawn in place with the
         percentage, the rate and the ETA, at most about 10 times a second."""
-        master, slave = pty.openpty()
-        tty.setraw(slave)  # no "\n" -> "\r\n"
-        start = time.monotonic()
-        proc = subprocess.Popen([ARGS.pricer, "price", "--target", self.server.target,
-                                 *RESUME_JOB[:-2], "--chunk-columns", "32"],
-                                stdout=subprocess.DEVNULL, stderr=slave)
-        os.close(slave)
-        out = b""
-        while True:
-            ready, _, _ = select.select([master], [], [], 120)
-            if not ready:
-                break
-            try:
-                data = os.read(master, 4096)
-            except OSError:  # EIO: the terminal has no writer left
-                break
-            if not data:
-                break
-            out += data
-        proc.wait(timeout=120)
-        wall = time.monotonic() - start
-        os.close(master)
-        self.assertEqual(proc.returncode, 0, out)
-        text = out.decode()
+        code, text, wall = run_on_terminal([ARGS.pricer, "price", "--target", self.server.target,
+                                            *RESUME_JOB[:-2], "--chunk-columns", "32"])
+        self.assertEqual(code, 0, text)
         lines = [line for line in text.split("\r") if line]
         pattern = re.compile(r"^ *(\d+\.\d)%  (\d+) / 24000 columns  \d+ columns/s  "
                              r"ETA (\d+s|\d+m\d\ds|\d+h\d\dm|--)\x1b\[K(\n)?$")

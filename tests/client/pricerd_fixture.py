@@ -2,10 +2,13 @@
 port, and the CLI run against it."""
 
 import os
+import pty
 import re
+import select
 import subprocess
 import tempfile
 import time
+import tty
 import unittest
 
 
@@ -46,6 +49,32 @@ class Server:
 def run_cli(pricer, *args, timeout=300):
     """The CLI at `pricer` with `args`, its output captured as text."""
     return subprocess.run([pricer, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def run_on_terminal(args, timeout=120):
+    """`args` run with stderr on a pseudo-terminal (stdout discarded):
+    (exit code, what it wrote there as text, wall seconds)."""
+    master, slave = pty.openpty()
+    tty.setraw(slave)  # no "\n" -> "\r\n"
+    start = time.monotonic()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], timeout)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the terminal has no writer left
+            break
+        if not data:
+            break
+        out += data
+    proc.wait(timeout=timeout)
+    wall = time.monotonic() - start
+    os.close(master)
+    return proc.returncode, out.decode(), wall
 
 
 class CliTestCase(unittest.TestCase):

@@ -248,5 +248,68 @@ TEST(BuildPriceRequest, RefusesAnErrorConfidenceOutOfRangeOrWithoutErrors) {
               HasSubstr("--error-confidence needs --errors"));
 }
 
+// The seed preset with `stats` and the target `target` (--error-target).
+PriceOptions Targeted(absl::string_view stats, absl::string_view target) {
+  PriceOptions options = SeedPreset();
+  auto items = ParseStatisticsList(stats);
+  EXPECT_TRUE(items.ok()) << items.status();
+  options.statistics = *items;
+  auto parsed = ParseErrorTarget(target);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  options.error_target = *parsed;
+  options.max_paths = 40000;
+  return options;
+}
+
+TEST(BuildPriceRequest, ATargetAsksForItsStatisticWithErrors) {
+  auto request = BuildPriceRequest(Targeted("mean,var:0.99", "var:.99=2%"));
+  ASSERT_TRUE(request.ok()) << request.status();
+  const v1::PrecisionTarget& target = request->target();
+  EXPECT_EQ(target.statistic(), v1::PrecisionTarget::STATISTIC_VAR);
+  EXPECT_EQ(target.level(), 0.99);
+  EXPECT_EQ(target.relative(), 0.02);
+  EXPECT_EQ(target.absolute(), 0);
+  EXPECT_EQ(target.max_paths(), 40000);
+  // A target implies the errors, at their confidence.
+  EXPECT_TRUE(request->output().statistics().errors());
+  EXPECT_EQ(request->output().statistics().error_confidence(), 0.95);
+  PriceOptions confident = Targeted("mean", "mean=0.5");
+  confident.error_confidence = 0.99;
+  request = BuildPriceRequest(confident);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->target().absolute(), 0.5);
+  EXPECT_EQ(request->output().statistics().error_confidence(), 0.99);
+  // None without one.
+  request = BuildPriceRequest(SeedPreset());
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_FALSE(request->has_target());
+}
+
+TEST(BuildPriceRequest, RefusesATargetTheRequestCannotMeet) {
+  auto message = [](const PriceOptions& options) {
+    const absl::Status status = BuildPriceRequest(options).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(status.message());
+  };
+  EXPECT_EQ(message(Targeted("mean,var:0.975", "var:0.99=2%")),
+            "--error-target var_0.99: the statistic is not among --stats (mean,var_0.975); add "
+            "it there");
+  PriceOptions no_max = Targeted("var:0.99", "var:0.99=2%");
+  no_max.max_paths.reset();
+  EXPECT_THAT(message(no_max), HasSubstr("--error-target var_0.99 needs --max-paths"));
+  PriceOptions low_max = Targeted("var:0.99", "var:0.99=2%");
+  low_max.max_paths = 5000;
+  EXPECT_EQ(message(low_max), "--max-paths 5000 is below --paths 10000");
+  PriceOptions full = Targeted("var:0.99", "var:0.99=2%");
+  full.full = true;
+  EXPECT_THAT(message(full), HasSubstr("it cannot write --full-out"));
+  PriceOptions prices = Targeted("var:0.99", "var:0.99=2%");
+  prices.terminal_prices = true;
+  EXPECT_THAT(message(prices), HasSubstr("it cannot write --prices-out"));
+  PriceOptions max_alone = SeedPreset();
+  max_alone.max_paths = 40000;
+  EXPECT_EQ(message(max_alone), "--max-paths needs --error-target");
+}
+
 }  // namespace
 }  // namespace pricer

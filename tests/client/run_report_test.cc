@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -10,6 +11,7 @@ namespace pricer {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 RunTotals Resumed() {
   RunTotals totals;
@@ -20,6 +22,7 @@ RunTotals Resumed() {
   totals.paths = 500;
   totals.issuers = 4000;
   totals.server_seconds = 1.9;
+  totals.path_columns = 500 * 64670;
   return totals;
 }
 
@@ -32,6 +35,7 @@ TEST(SummaryText, SaysWhatThisRunPricedAndWhatCameFromTheJournal) {
   RunTotals whole = Resumed();
   whole.columns_priced = 100000;
   whole.columns_from_journal = 0;
+  whole.path_columns = 500 * 100000;
   whole.gemm_seconds = 3.5;
   whole.statistics_seconds = 0.25;
   EXPECT_EQ(SummaryText(whole, 2.0),
@@ -48,9 +52,41 @@ TEST(SummaryJson, IsOneFlatObject) {
             "\"column_end\": 100000, \"paths\": 500, \"issuers\": 4000, \"wall_seconds\": 2, "
             "\"server_seconds\": 1.9, \"flops\": 258680000000, \"gflops_per_second\": 129.34, "
             "\"stats_out\": \"out/stats \\\"a\\\".csv\", \"full_out\": \"sc.npy\", "
-            "\"prices_out\": null}\n");
+            "\"prices_out\": null, \"target\": null, \"columns_met_target\": null, "
+            "\"columns_by_paths\": null}\n");
   // No time, no rate: null rather than an infinity JSON cannot hold.
   EXPECT_THAT(SummaryJson(Resumed(), 0.0, files), HasSubstr("\"gflops_per_second\": null"));
+}
+
+// 2,000 columns from 10,000 paths; 350 took a second round, 38 a third.
+RunTotals Targeted() {
+  RunTotals totals = Resumed();
+  totals.target = "var_0.99 <= 2%";
+  totals.columns_met = 1987;
+  totals.columns_by_paths = {{10000, 1612}, {20000, 350}, {40000, 38}};
+  return totals;
+}
+
+TEST(SummaryText, SaysHowManyColumnsMetTheTargetAndTheirPaths) {
+  EXPECT_EQ(TargetLine(Targeted()),
+            "target var_0.99 <= 2%: 1,987 of 2,000 columns met it; paths 10,000 x 1,612, 20,000 "
+            "x 350, 40,000 x 38\n");
+  EXPECT_THAT(SummaryText(Targeted(), 2.0), HasSubstr(absl::StrCat("\n", TargetLine(Targeted()))));
+  EXPECT_THAT(SummaryText(Resumed(), 2.0), Not(HasSubstr("target")));
+}
+
+TEST(SummaryJson, SaysTheTargetInFlatFields) {
+  EXPECT_THAT(SummaryJson(Targeted(), 2.0, ResultFiles{}),
+              HasSubstr("\"target\": \"var_0.99 <= 2%\", \"columns_met_target\": 1987, "
+                        "\"columns_by_paths\": \"10000:1612,20000:350,40000:38\"}"));
+}
+
+// Every round of a targeted column counts: 2 N (P + 2P) for one of 2P.
+TEST(RunFlops, CountsEveryPathOfEveryColumnPriced) {
+  RunTotals totals;
+  totals.issuers = 10;
+  totals.path_columns = 1000 * 3 + (1000 + 2000);
+  EXPECT_EQ(RunFlops(totals), 2.0 * 10 * 6000);
 }
 
 TEST(FormatProgress, PercentRateAndEta) {
@@ -64,6 +100,9 @@ TEST(FormatProgress, PercentRateAndEta) {
             "  0.0%  1 / 100000 columns  1 columns/s  ETA 27h46m");
   EXPECT_EQ(FormatProgress(0, 10, 0, 0.0), "  0.0%  0 / 10 columns  0 columns/s  ETA --");
   EXPECT_EQ(FormatProgress(10, 10, 10, 0.5), "100.0%  10 / 10 columns  20 columns/s  ETA 0s");
+  // A targeted request's round.
+  EXPECT_EQ(FormatProgress(5, 10, 5, 1.0, 2, 4000),
+            " 50.0%  5 / 10 columns  5 columns/s  ETA 1s  round 2: 4000 paths");
 }
 
 // What the line wrote to a file.
