@@ -83,10 +83,16 @@ std::string SummaryText(const RunTotals& totals, double wall_seconds) {
   if (totals.columns_from_journal > 0) {
     journal = absl::StrCat(" (", totals.columns_from_journal, " more from the journal)");
   }
+  // A targeted run's columns used several path counts: the least and the most.
+  std::string paths = absl::StrCat(totals.paths);
+  if (totals.columns_by_paths.size() > 1) {
+    paths = absl::StrCat(totals.columns_by_paths.begin()->first, " to ",
+                         totals.columns_by_paths.rbegin()->first);
+  }
   std::string text = absl::StrFormat(
-      "priced %d columns%s x %d paths x %d issuers in %.3f s (server %.3f s): %.1f GFLOP/s\n",
-      totals.columns_priced, journal, totals.paths, totals.issuers, wall_seconds,
-      totals.server_seconds, RunFlops(totals) / wall_seconds / 1e9);
+      "priced %d columns%s x %s paths x %d issuers in %.3f s (server %.3f s): %.1f GFLOP/s\n",
+      totals.columns_priced, journal, paths, totals.issuers, wall_seconds, totals.server_seconds,
+      RunFlops(totals) / wall_seconds / 1e9);
   if (totals.statistics_seconds > 0) {
     absl::StrAppend(&text, absl::StrFormat("device thread-seconds: GEMM %.3f, statistics %.3f\n",
                                            totals.gemm_seconds, totals.statistics_seconds));

@@ -101,6 +101,8 @@ class ErrorTargetTest(CliTestCase):
         self.assertIn(line + "\n", self.targeted.stdout)
         self.assertIn(f"statistics over {PATHS} to {paths[-1][0]} paths per column",
                       self.targeted.stdout)
+        self.assertRegex(self.targeted.stdout,
+                         f"priced {COLUMNS} columns x {paths[0][0]} to {paths[-1][0]} paths x 20 ")
         summary = json.loads(self.pricer(*JOB, "--json").stdout)
         self.assertEqual(summary["target"], "var_0.99 <= 2%")
         self.assertEqual(summary["columns_met_target"], met)
