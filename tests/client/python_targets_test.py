@@ -43,9 +43,10 @@ def var(j):
 
 class ScriptedPricer(pricer_pb2_grpc.PricerServicer):
     """Answers a targeted request as pricerd does: each round's columns,
-    runs of 5 columns in reverse order. `break_after`: the next call stops
-    with UNAVAILABLE after that many chunks. `spoil(k, reply)`: what chunk
-    k becomes, to send contradictions."""
+    runs of 5 columns in reverse order, a chunk each. `break_after`: the
+    next call sends chunks of at most 2 columns and stops with UNAVAILABLE
+    after that many. `spoil(k, reply)`: what chunk k becomes, to send
+    contradictions."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -70,7 +71,9 @@ class ScriptedPricer(pricer_pb2_grpc.PricerServicer):
                 column_end=short[-1] + 1))
             done = [j for j in short if final_round(j) == k]
             runs = [[j for j in done if j // 5 == run] for run in sorted({j // 5 for j in done})]
-            for columns in reversed(runs):
+            width = 5 if break_after is None else 2
+            for columns in [run[at:at + width] for run in reversed(runs)
+                            for at in range(0, len(run), width)]:
                 if sent == break_after:
                     context.abort(grpc.StatusCode.UNAVAILABLE, "broken on purpose")
                 chunk = self.chunk(columns, paths << k)
@@ -157,18 +160,24 @@ class TargetRepliesTest(unittest.TestCase):
                          (pricer_pb2.PrecisionTarget.STATISTIC_VAR, 0.99, 0.02, MAX_PATHS))
         self.assertTrue(request.output.statistics.errors)  # implied by the target
 
-    def test_a_broken_call_is_asked_again_for_the_missing_columns_only(self):
+    def test_a_broken_call_is_asked_again_for_the_span_of_the_missing_columns(self):
         unbroken = self.price(Client)
         for make in CLIENTS:
             with self.subTest(client=make.__name__):
                 self.pricer.requests = []
                 self.pricer.break_after = 4
-                result = self.price(make)
+                seen = []
+                result = self.price(make, progress=lambda done, total: seen.append(done))
                 assert_same_result(self, result, unbroken)
                 self.assert_expected(result)
+                # It sent [40, 42), [42, 44), [44, 45), [20, 22) and broke: the
+                # retry asks for the span of the gaps, [0, 60), and takes
+                # [22, 25) of its [20, 25) and none of [40, 45).
                 asked = [(r.column_begin, r.column_end) for r in self.pricer.requests]
-                # Round 0 sent [40, 45), [20, 25), [0, 5), round 1 [45, 50), then it broke.
-                self.assertEqual(asked, [(0, 60), (5, 20), (25, 40), (50, 60)])
+                self.assertEqual(asked, [(0, 60), (0, 60)])
+                self.assertEqual(seen[:4], [2, 4, 5, 7])
+                self.assertEqual(seen[4:6], [10, 15])  # [22, 25) then [0, 5)
+                self.assertEqual(seen[-1], COLUMNS)
                 self.assertTrue(all(r.target.max_paths == MAX_PATHS
                                     for r in self.pricer.requests))
 

@@ -1,9 +1,10 @@
 """The parts of a price() call and their retries (docs/retry-protocol.md):
 each part calls until every column of its range, and the terminal prices
 when it asks for them, have arrived, asking a broken call's successor only
-for what is still missing. `Part` holds what has arrived and decides what to
-ask and whether to retry; `run_parts` drives the parts with blocking calls,
-pricer_client.aio with asyncio ones."""
+for what is still missing (with a target, for its span in one call). `Part`
+holds what has arrived and decides what to ask and whether to retry;
+`run_parts` drives the parts with blocking calls, pricer_client.aio with
+asyncio ones."""
 
 import concurrent.futures
 import logging
@@ -78,6 +79,7 @@ class Part:
         self._request.CopyFrom(request)
         self._span = span  # None: the request's own range, learned from `accepted`
         self._terminal_prices = terminal_prices
+        self._targeted = request.HasField("target")
         output = request.output
         # False for a request of terminal prices only: no chunk comes.
         self._columns_wanted = output.full or output.HasField("statistics") or not terminal_prices
@@ -140,6 +142,12 @@ class Part:
             # Only the terminal prices are missing: one column carries them
             # (and its chunk, already here, is dropped).
             missing = [(self._span[0], self._span[0] + 1)]
+        if len(missing) > 1 and self._targeted:
+            # A targeted call sends the columns that meet the target first,
+            # so what a broken one leaves is scattered: one call over the
+            # span of the gaps (its columns here already are dropped), not
+            # one per gap, as the C++ client does.
+            missing = [(missing[0][0], missing[-1][1])]
         return [(asked, with_prices and k == 0) for k, asked in enumerate(missing)]
 
     def request(self, asked, with_prices):
@@ -192,12 +200,15 @@ class Part:
         if want is None or begin < want[0] or end > want[1] or begin >= end:
             raise contradiction(f"a chunk of columns [{begin}, {end}) outside the columns "
                                 "asked for")
-        if not self._columns.missing(begin, end):
-            return  # only carried the terminal prices
-        if self._columns.overlaps(begin, end):
+        missing = self._columns.missing(begin, end)
+        # A chunk that only carried the terminal prices, or one of a
+        # targeted call over a span, repeats columns: they are dropped.
+        # Otherwise a repeat contradicts.
+        if missing and self._columns.overlaps(begin, end) and not self._targeted:
             raise contradiction(f"columns of [{begin}, {end}) twice")
-        self._results.chunk(chunk)
-        self._columns.add(begin, end)
+        for first, last in missing:
+            self._results.chunk(chunk, first, last)
+            self._columns.add(first, last)
 
     def _take_prices(self, prices):
         # A retry that asks for the prices again gets all of them: keep the

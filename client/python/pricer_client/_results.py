@@ -144,31 +144,36 @@ class Results:
             raise contradiction("results before the accepted reply")
         return self._result
 
-    def chunk(self, chunk):
+    def chunk(self, chunk, begin=None, end=None):
+        """Columns [begin, end) of `chunk` (default all of them: a call may
+        send some that have arrived already, see _parts)."""
+        if begin is None:
+            begin, end = chunk.column_begin, chunk.column_end
         with self._lock:
             r = self._started()
             self._check_rows(r, chunk)
-            first = chunk.column_begin - r.column_begin
-            window = slice(first, first + chunk.column_end - chunk.column_begin)
+            count = chunk.column_end - chunk.column_begin
+            # The columns taken, in the chunk's arrays and in the result's.
+            part = slice(begin - chunk.column_begin, end - chunk.column_begin)
+            window = slice(begin - r.column_begin, end - r.column_begin)
             if r.full is not None and chunk.values:
                 r.full[:, window] = np.frombuffer(chunk.values, dtype="<f4").reshape(
-                    (chunk.column_end - chunk.column_begin, chunk.rows)).T
+                    (count, chunk.rows))[part].T
             if chunk.HasField("statistics"):
-                self._take_statistics(r, chunk.statistics, window)
+                self._take_statistics(r, chunk.statistics, count, part, window)
             if self._max_paths is not None:
-                self._take_target(r, chunk, window)
-            self._columns_done += chunk.column_end - chunk.column_begin
+                self._take_target(r, chunk, count, part, window)
+            self._columns_done += end - begin
             done, total = self._columns_done, r.column_end - r.column_begin
         if self._progress is not None:
             self._progress(done, total)
 
-    def _take_statistics(self, r, statistics, window):
-        count = window.stop - window.start
-        for name, kind, level, part in [("v0", "v0", None, "values"), *self._named]:
-            values = _values(statistics, kind, level, part)
+    def _take_statistics(self, r, statistics, count, part, window):
+        for name, kind, level, field in [("v0", "v0", None, "values"), *self._named]:
+            values = _values(statistics, kind, level, field)
             if values is None or len(values) != count:
                 raise contradiction(f"no {name} for {count} columns")
-            r.statistics[name][window] = values
+            r.statistics[name][window] = values[part]
 
     def _check_rows(self, r, chunk):
         """A chunk's rows are the paths of its columns: P, or with a target
@@ -194,13 +199,12 @@ class Results:
                 raise contradiction(f"a round {started.round} of {started.paths} paths that the "
                                     "request does not have")
 
-    def _take_target(self, r, chunk, window):
-        count, rows = window.stop - window.start, chunk.rows
+    def _take_target(self, r, chunk, count, part, window):
         met = chunk.statistics.target_met
         if len(met) != count:
             raise contradiction(f"no target_met for {count} columns")
-        r.column_paths[window] = rows
-        r.target_met[window] = met
+        r.column_paths[window] = chunk.rows
+        r.target_met[window] = met[part]
 
     def prices(self, begin, end, rows, values):
         with self._lock:
