@@ -71,7 +71,13 @@ def price_requests(pb):
     large.scenarios.generated.columns = 2
     bad = request(spot=[5.0], volatility=[0.2, 0.3])
     bad.scenarios.generated.columns = 0
+    # A precision target on the generated request's VaR 0.99.
+    targeted = pb.PriceRequest()
+    targeted.CopyFrom(generated)
+    targeted.target.CopyFrom(pb.PrecisionTarget(
+        statistic=pb.PrecisionTarget.STATISTIC_VAR, level=0.99, relative=0.02, max_paths=64))
     return {"generated": generated.SerializeToString(), "inline": inline.SerializeToString(),
+            "targeted": targeted.SerializeToString(),
             "correlated": correlated.SerializeToString(), "stored": stored.SerializeToString(), "large-generated": large.SerializeToString(),
             "bad-market": bad.SerializeToString(), "garbage": b"\xff\xff\xff"}
 
@@ -106,6 +112,13 @@ def price_replies(pb):
                                                          values=floats([5, 6])))
     accepted = pb.PriceReply(accepted=pb.JobAccepted(job_id="j1", issuers=2, paths=2,
                                                      column_begin=0, column_end=8))
+    # A targeted request's round, then a chunk of twice its paths.
+    rounds = (pb.PriceReply(round=pb.RoundStarted(round=1, paths=4, columns=2, column_begin=0,
+                                                 column_end=8)).SerializeToString()
+              + pb.PriceReply(chunk=pb.ResultChunk(
+                  column_begin=2, column_end=4, rows=4,
+                  statistics=pb.ColumnStatistics(v0=[1, 2], mean=[3, 4], mean_standard_error=[
+                      0.1, 0.2], target_met=[True, False]))).SerializeToString())
     values_first = (pb.PriceReply(chunk=pb.ResultChunk(values=floats([7, 8]))).SerializeToString()
                     + pb.PriceReply(chunk=pb.ResultChunk(column_end=1, rows=2)).SerializeToString())
     return {"chunk": b"\x55" + chunk.SerializeToString(),
@@ -114,6 +127,7 @@ def price_replies(pb):
             "values-first": b"\x0f" + values_first,
             "chunk-then-finished": b"\x01" + chunk.SerializeToString()
             + pb.PriceReply(finished=pb.JobFinished(flops=8)).SerializeToString(),
+            "round-then-chunk": b"\x02" + rounds,
             "garbage": b"\x03\x12\xff\xff"}
 
 

@@ -2,6 +2,7 @@
 // draw, the Cholesky factor, the stored-set read) on the bytes of a
 // PriceRequest, as any client can send them.
 #include <cstdlib>
+#include <vector>
 
 #include "server/service/request_validation.h"
 
@@ -24,6 +25,26 @@ pricer::ScenarioStore& Store() {
 // the draw.
 constexpr int64_t kMaxGeneratedIssuers = 16'384;
 
+// A precision target, if any, that the rounds can run: a selected
+// statistic and level with its errors, a bound, room for the paths.
+bool TargetConsistent(const pricer::JobSpec& spec) {
+  using S = pricer::PrecisionTarget::Statistic;
+  const pricer::PrecisionTarget& t = spec.target;
+  if (!t.any()) return true;
+  const pricer::StatisticsSelection& s = spec.output.statistics;
+  const std::vector<double>* levels = t.statistic == S::kQuantile ? &s.quantiles
+                                      : t.statistic == S::kVar    ? &s.var
+                                      : t.statistic == S::kEs     ? &s.es
+                                                                  : nullptr;
+  const bool selected = levels != nullptr
+                            ? t.level_index >= 0 && t.level_index < int64_t(levels->size()) &&
+                                  (*levels)[size_t(t.level_index)] == t.level
+                            : (t.statistic == S::kMean ? s.mean : s.stddev);
+  return selected && s.errors && !spec.output.full && !spec.output.terminal_prices &&
+         (t.relative > 0 || t.absolute > 0) && t.relative >= 0 && t.absolute >= 0 &&
+         t.max_paths >= spec.paths && t.RoundPaths(spec.paths).back() <= t.max_paths;
+}
+
 // What a spec that validated and prepared must hold, whatever the request.
 bool Consistent(const pricer::JobSpec& spec) {
   const pricer::ScenarioMatrix& a = spec.scenarios;
@@ -39,7 +60,7 @@ bool Consistent(const pricer::JobSpec& spec) {
     return false;
   }
   return 0 <= spec.column_begin && spec.column_begin < spec.column_end &&
-         spec.column_end <= a.columns();
+         spec.column_end <= a.columns() && TargetConsistent(spec);
 }
 
 }  // namespace
