@@ -49,8 +49,9 @@ class PricerServicer(object):
 
     def Price(self, request, context):
         """Prices one request and streams the result. The first reply is
-        `accepted`, then `chunk` and `prices` replies in any order, and the last
-        is `finished`. A refused request ends the stream before any work starts
+        `accepted`, then `chunk` and `prices` replies in any order (with a
+        target, `round` replies between the rounds' chunks), and the last is
+        `finished`. A refused request ends the stream before any work starts
         with INVALID_ARGUMENT (a bad field, named with its value in the message
         and, without it, in the trailing metadata `pricer-field`, e.g.
         "market.explicit.volatility[1]"),
