@@ -18,6 +18,13 @@ double Seconds(std::chrono::steady_clock::duration d) {
 // How long a round waits before it asks a full queue again.
 constexpr absl::Duration kQueueRetry = absl::Milliseconds(200);
 
+// Adds the device work of `round` to `to`.
+void AddWork(const JobSummary& round, JobSummary* to) {
+  to->flops += round.flops;
+  to->gemm_seconds += round.gemm_seconds;
+  to->statistics_seconds += round.statistics_seconds;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<TargetedRun>> TargetedRun::Start(Engine& engine, JobSpec spec) {
@@ -82,12 +89,7 @@ JobSummary TargetedRun::Summary() const {
     summary = ended_;
     job = current_;
   }
-  if (job != nullptr) {
-    const JobSummary round = job->Summary();
-    summary.flops += round.flops;
-    summary.gemm_seconds += round.gemm_seconds;
-    summary.statistics_seconds += round.statistics_seconds;
-  }
+  if (job != nullptr) AddWork(job->Summary(), &summary);
   const JobSummary first = first_->Summary();
   summary.started = first.started;
   summary.queued_seconds = first.queued_seconds;
@@ -123,10 +125,7 @@ void TargetedRun::Run() {
     status = ReadRound(*job, round);
     {
       absl::MutexLock lock(&mu_);
-      const JobSummary done = job->Summary();
-      ended_.flops += done.flops;
-      ended_.gemm_seconds += done.gemm_seconds;
-      ended_.statistics_seconds += done.statistics_seconds;
+      AddWork(job->Summary(), &ended_);
       current_ = nullptr;
     }
     if (!status.ok() || open_count_ == 0) break;
@@ -180,27 +179,28 @@ bool TargetedRun::SendFinal(const ResultChunk& chunk, int64_t round) {
   const PrecisionTarget& target = first_->spec().target;
   const bool last = round + 1 == static_cast<int64_t>(round_paths_.size());
   const int64_t first_column = first_->spec().column_begin;
-  ResultChunk out;
+  // The final columns go out in runs of adjacent columns, a chunk each.
+  ResultChunk run;
   auto flush = [&] {
-    if (out.end == out.begin) return true;
-    ResultChunk sent = std::move(out);
-    out = ResultChunk();
-    return Send(std::move(sent));
+    if (run.end == run.begin) return true;
+    run.rows = chunk.rows;
+    run.statistics.AppendRange(chunk.statistics, run.begin - chunk.begin, run.end - run.begin);
+    const bool sent = Send(std::move(run));
+    run = ResultChunk();
+    return sent;
   };
   for (int64_t c = chunk.begin; c < chunk.end; ++c) {
-    const auto k = static_cast<size_t>(c - first_column);
-    const bool met = open_[k] && target.Met(chunk.statistics, c - chunk.begin);
-    if (!open_[k] || !(met || last)) {
+    uint8_t& open = open_[static_cast<size_t>(c - first_column)];
+    const bool met = open && target.Met(chunk.statistics, c - chunk.begin);
+    if (!met && !(open && last)) {  // sent before, or priced again next round
       if (!flush()) return false;
       continue;
     }
-    open_[k] = 0;
+    open = 0;
     --open_count_;
-    if (out.end == out.begin) out.begin = out.end = c;
-    out.rows = chunk.rows;
-    out.statistics.AppendRange(chunk.statistics, c - chunk.begin, 1);
-    out.statistics.target_met.push_back(met ? 1 : 0);
-    ++out.end;
+    if (run.end == run.begin) run.begin = run.end = c;
+    ++run.end;
+    run.statistics.target_met.push_back(met ? 1 : 0);
   }
   return flush();
 }
@@ -244,7 +244,7 @@ absl::StatusOr<std::shared_ptr<Job>> TargetedRun::SubmitRound(int64_t round) {
         !engine_.CheckFits(spec).ok()) {
       return job.status();
     }
-    if (StopStatus(spec).code() == absl::StatusCode::kDeadlineExceeded) return StopStatus(spec);
+    if (absl::Status stop = StopStatus(spec); absl::IsDeadlineExceeded(stop)) return stop;
     if (!Wait(kQueueRetry)) return absl::CancelledError("the call was cancelled");
   }
 }
