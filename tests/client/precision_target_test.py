@@ -49,10 +49,9 @@ class PrecisionTargetTest(CliTestCase):
     def test_columns_end_at_p_times_2_to_the_k_where_the_target_says(self):
         r = self.result
         self.assertEqual((r.column_begin, r.column_end, r.paths), (0, COLUMNS, PATHS))
-        multiples = r.column_paths // PATHS
-        self.assertTrue(np.all(r.column_paths % PATHS == 0))
-        self.assertTrue(np.all((multiples & (multiples - 1)) == 0), np.unique(r.column_paths))
-        self.assertTrue(np.all((PATHS <= r.column_paths) & (r.column_paths <= MAX_PATHS)))
+        # Every column's paths are P x 2^k <= max_paths: the client refuses
+        # a chunk of other rows (Results._check_rows; python_targets_test
+        # sends such chunks), so a result that got here has them.
         counts = dict(zip(*np.unique(r.column_paths, return_counts=True)))
         print(f"\ncolumns by paths: {counts}, target met by {r.target_met.sum()}",
               file=sys.stderr)
@@ -61,9 +60,12 @@ class PrecisionTargetTest(CliTestCase):
         np.testing.assert_array_equal(r.target_met, meets_target(r.statistics))
         self.assertTrue(np.all(r.column_paths[~r.target_met] == MAX_PATHS))
         self.assertTrue(r.target_met.any())
-        self.assertEqual(self.progress[-1], (COLUMNS, COLUMNS))
-        self.assertEqual([done for done, _ in self.progress],
-                         sorted(done for done, _ in self.progress))
+        # Progress: the columns so far, of all, after each chunk; a chunk
+        # adds at least one column and the last brings the count to all.
+        done = [done for done, _ in self.progress]
+        self.assertEqual({total for _, total in self.progress}, {COLUMNS})
+        self.assertTrue(np.all(np.diff([0] + done) > 0), done)
+        self.assertEqual(done[-1], COLUMNS)
 
     def test_a_column_is_a_direct_request_with_its_paths(self):
         r = self.result

@@ -9,6 +9,7 @@ columns only, split, and replies that contradict the request."""
 import os
 import sys
 import tempfile
+import dataclasses
 import threading
 import unittest
 from concurrent import futures
@@ -45,7 +46,8 @@ class ScriptedPricer(pricer_pb2_grpc.PricerServicer):
     """Answers a targeted request as pricerd does: each round's columns,
     runs of 5 columns in reverse order, a chunk each. `break_after`: the
     next call sends chunks of at most 2 columns and stops with UNAVAILABLE
-    after that many. `spoil(k, reply)`: what chunk k becomes, to send
+    after that many. `spoil(k, reply)`: what chunk k becomes, and
+    `edit(reply)`: what an accepted or round reply becomes, to send
     contradictions."""
 
     def __init__(self):
@@ -53,22 +55,26 @@ class ScriptedPricer(pricer_pb2_grpc.PricerServicer):
         self.requests = []
         self.break_after = None
         self.spoil = None
+        self.edit = None
+
+    def other(self, reply):
+        return self.edit(reply) if self.edit else reply
 
     def Price(self, request, context):
         with self._lock:
             self.requests.append(request)
             break_after, self.break_after = self.break_after, None
         begin, end, paths = request.column_begin, request.column_end, request.paths
-        yield pricer_pb2.PriceReply(accepted=pricer_pb2.JobAccepted(
-            issuers=2, paths=paths, column_begin=begin, column_end=end))
+        yield self.other(pricer_pb2.PriceReply(accepted=pricer_pb2.JobAccepted(
+            issuers=2, paths=paths, column_begin=begin, column_end=end)))
         sent = 0
         for k in range(4):
             short = [j for j in range(begin, end) if final_round(j) >= k]
             if not short:
                 break
-            yield pricer_pb2.PriceReply(round=pricer_pb2.RoundStarted(
+            yield self.other(pricer_pb2.PriceReply(round=pricer_pb2.RoundStarted(
                 round=k, paths=paths << k, columns=len(short), column_begin=short[0],
-                column_end=short[-1] + 1))
+                column_end=short[-1] + 1)))
             done = [j for j in short if final_round(j) == k]
             runs = [[j for j in done if j // 5 == run] for run in sorted({j // 5 for j in done})]
             width = 5 if break_after is None else 2
@@ -121,7 +127,7 @@ class TargetRepliesTest(unittest.TestCase):
         cls.dir.cleanup()
 
     def setUp(self):
-        self.pricer.requests, self.pricer.spoil = [], None
+        self.pricer.requests, self.pricer.spoil, self.pricer.edit = [], None, None
 
     def price(self, make, **arguments):
         with make(self.target) as client:
@@ -151,9 +157,8 @@ class TargetRepliesTest(unittest.TestCase):
                 result = self.price(make, progress=lambda done, total: seen.append(
                     (done, total)))
                 self.assert_expected(result)
-                self.assertEqual(seen[-1], (COLUMNS, COLUMNS))
-                self.assertEqual(len(seen), COLUMNS // 5)
-                self.assertEqual(seen, sorted(seen))
+                # One call per chunk of 5 columns: the columns so far, of all.
+                self.assertEqual(seen, [(5 * k, COLUMNS) for k in range(1, COLUMNS // 5 + 1)])
         request = self.pricer.requests[0]
         self.assertEqual((request.target.statistic, request.target.level,
                           request.target.relative, request.target.max_paths),
@@ -204,17 +209,41 @@ class TargetRepliesTest(unittest.TestCase):
             del reply.chunk.statistics.target_met[:]
             return reply
 
+        def overlap(k, reply):  # [18, 25) in round 0, then [15, 20) in round 3, in one call
+            return ScriptedPricer.chunk(list(range(18, 25)), PATHS) if k == 1 else reply
+
         for spoil, message in (
                 (rows, r"a chunk of columns \[\d+, \d+\) of 3000 rows for 1000 paths "
                        r"\(not 1000 x 2\^k <= 8000\)"),
                 (beyond, "of 16000 rows for 1000 paths"),
-                (no_met, "no target_met for 5 columns")):
+                (no_met, "no target_met for 5 columns"),
+                (overlap, r"columns of \[15, 20\) twice")):
             self.pricer.spoil = spoil
-            for make in CLIENTS:
-                with self.subTest(spoil=spoil.__name__, client=make.__name__):
-                    with self.assertRaisesRegex(PricerError, message) as error:
-                        self.price(make)
-                    self.assertEqual(error.exception.code, grpc.StatusCode.INTERNAL)
+            self.assert_internal(spoil.__name__, message)
+
+    def test_accepted_and_round_replies_that_contradict_are_internal(self):
+        def no_paths(reply):
+            if reply.HasField("accepted"):
+                reply.accepted.paths = 0
+            return reply
+
+        def round_paths(reply):  # round 1 of 3 x P paths, not 2 x P
+            if reply.HasField("round") and reply.round.round == 1:
+                reply.round.paths = 3 * PATHS
+            return reply
+
+        for edit, message in ((no_paths, "an accepted reply of 0 paths"),
+                              (round_paths, "a round 1 of 3000 paths that the request does "
+                                            "not have")):
+            self.pricer.edit = edit
+            self.assert_internal(edit.__name__, message)
+
+    def assert_internal(self, name, message):
+        for make in CLIENTS:
+            with self.subTest(spoiled=name, client=make.__name__):
+                with self.assertRaisesRegex(PricerError, message) as error:
+                    self.price(make)
+                self.assertEqual(error.exception.code, grpc.StatusCode.INTERNAL)
 
 
 class TargetArgumentsTest(unittest.TestCase):
@@ -268,7 +297,7 @@ class TargetArgumentsTest(unittest.TestCase):
         self.assertEqual(Target.parse("quantile:0=3"), Target("quantile", 0, absolute=3))
         both = Target("es", 0.975, relative=0.01, absolute=0.25)
         self.assertEqual((both.item, both.name), ("es:0.975", "es_0.975"))
-        with self.assertRaises(Exception):  # frozen
+        with self.assertRaises(dataclasses.FrozenInstanceError):
             both.relative = 0.5
         with self.assertRaisesRegex(TypeError, "target relative must be a number, not '1'"):
             Target("mean", relative="1")

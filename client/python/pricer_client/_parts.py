@@ -84,6 +84,7 @@ class Part:
         # False for a request of terminal prices only: no chunk comes.
         self._columns_wanted = output.full or output.HasField("statistics") or not terminal_prices
         self._columns, self._prices = Ranges(), Ranges()
+        self._before = Ranges()  # the columns here when the current call began
         self._issuers = 0
         self._retries, self._backoff = 0, FIRST_BACKOFF_SECONDS
 
@@ -151,6 +152,8 @@ class Part:
         return [(asked, with_prices and k == 0) for k, asked in enumerate(missing)]
 
     def request(self, asked, with_prices):
+        """The request of the next call; it begins now."""
+        self._before = self._columns.copy()
         request = self._request
         if asked is not None:
             request.column_begin, request.column_end = asked
@@ -200,12 +203,13 @@ class Part:
         if want is None or begin < want[0] or end > want[1] or begin >= end:
             raise contradiction(f"a chunk of columns [{begin}, {end}) outside the columns "
                                 "asked for")
-        missing = self._columns.missing(begin, end)
-        # A chunk that only carried the terminal prices, or one of a
-        # targeted call over a span, repeats columns: they are dropped.
-        # Otherwise a repeat contradicts.
-        if missing and self._columns.overlaps(begin, end) and not self._targeted:
+        # A call may send again columns that arrived before it began (a
+        # targeted call over the span of the gaps; the column asked for the
+        # terminal prices): they are dropped. One that arrived during this
+        # call, sent again, contradicts.
+        if any(self._columns.overlaps(*gap) for gap in self._before.missing(begin, end)):
             raise contradiction(f"columns of [{begin}, {end}) twice")
+        missing = self._columns.missing(begin, end)
         for first, last in missing:
             self._results.chunk(chunk, first, last)
             self._columns.add(first, last)

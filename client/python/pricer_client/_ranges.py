@@ -22,6 +22,11 @@ class Ranges:
         self._ranges = sorted(kept)
         self.count += end - begin
 
+    def copy(self):
+        other = Ranges()
+        other._ranges, other.count = list(self._ranges), self.count
+        return other
+
     def missing(self, begin, end):
         """The ranges of [begin, end) not in the set, in order."""
         gaps, at = [], begin

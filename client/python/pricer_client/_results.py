@@ -77,7 +77,7 @@ class PriceResult:
 def _values(statistics, kind, level, part):
     """One statistics column's array in a chunk's ColumnStatistics: a
     statistic's values or one of its errors (`part`, see
-    _requests.with_errors); None when the chunk lacks the level."""
+    _statistics.with_errors); None when the chunk lacks the level."""
     if level is None:
         return getattr(statistics, kind if part == "values" else f"{kind}_{part}")
     field = {"quantile": statistics.quantiles, "var": statistics.var, "es": statistics.es}[kind]
@@ -121,6 +121,8 @@ class Results:
         self._columns_done = 0
 
     def accepted(self, accepted):
+        if accepted.paths < 1:
+            raise contradiction(f"an accepted reply of {accepted.paths} paths")
         with self._lock:
             r = self._result
             if r is not None:  # another part, or a retry: the same model, inside the range
