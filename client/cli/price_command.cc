@@ -70,10 +70,9 @@ Outcome Send(PricerClient& client, const v1::PriceRequest& request, ColumnRange 
       return grpc::Status(grpc::StatusCode::CANCELLED, std::string(s.message()));
     }
     if (progress.has_value() && (reply.has_chunk() || reply.has_round())) {
-      const RunTotals t = results.totals();
-      progress->SetRound(t.round, t.round_paths);
-      progress->Update(t.columns_priced + t.columns_from_journal, t.column_end - t.column_begin,
-                       t.columns_priced);
+      const RunProgress p = results.progress();
+      progress->SetRound(p.round, p.round_paths);
+      progress->Update(p.columns_done, p.columns, p.columns_priced);
     }
     return grpc::Status::OK;
   };

@@ -289,6 +289,19 @@ RunTotals PriceResults::totals() const {
   return totals;
 }
 
+RunProgress PriceResults::progress() const {
+  absl::MutexLock lock(&mu_);
+  RunProgress progress;
+  progress.columns = ColumnsLocked();
+  progress.columns_done = columns_received_;
+  progress.columns_priced = columns_received_ - columns_restored_;
+  if (round_.has_value()) {
+    progress.round = round_->round();
+    progress.round_paths = round_->paths();
+  }
+  return progress;
+}
+
 std::string PriceResults::StatisticsTable() const {
   absl::MutexLock lock(&mu_);
   std::string text;

@@ -57,6 +57,16 @@ struct RunTotals {
   int64_t round_paths = 0;
 };
 
+// Where a run stands, for its progress line: what totals() says of it,
+// read in O(1) (totals() goes over every column).
+struct RunProgress {
+  int64_t columns = 0;         // of the whole range
+  int64_t columns_done = 0;    // priced by this run or from the journal
+  int64_t columns_priced = 0;  // by this run's calls
+  int round = -1;              // the latest round started (-1: none)
+  int64_t round_paths = 0;
+};
+
 class PriceResults {
  public:
   // `statistics`: the items asked for, in the order of the CSV's columns
@@ -96,6 +106,7 @@ class PriceResults {
   int64_t columns() const ABSL_LOCKS_EXCLUDED(mu_);
 
   RunTotals totals() const ABSL_LOCKS_EXCLUDED(mu_);
+  RunProgress progress() const ABSL_LOCKS_EXCLUDED(mu_);
   // A few lines: the statistics of the first columns and their average
   // over all columns; empty without statistics.
   std::string StatisticsTable() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -94,6 +94,8 @@ class PricerClient::PartRun {
   // False for a request of terminal prices only: no chunk comes.
   const bool columns_wanted_;
   ColumnRanges columns_;
+  // The columns the call in progress has sent (of its chunks, repeats or not).
+  ColumnRanges call_columns_;
   int64_t issuers_ = 0;
   ColumnRanges prices_;
   const PricerClient& client_;
@@ -163,6 +165,7 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
     request_.set_column_end(asked->second);
   }
   request_.mutable_output()->set_terminal_prices(with_prices);
+  call_columns_ = ColumnRanges();
   grpc::ClientContext context;
   if (grpc::Status s = client_.Start(context); !s.ok()) return s;
   // The stub's Price, reading each reply as the bytes gRPC received.
@@ -221,12 +224,13 @@ grpc::Status PricerClient::PartRun::Take(const ReceivedReply& received,
     return Contradiction(
         absl::StrCat("a chunk of columns [", begin, ", ", end, ") outside the columns asked for"));
   }
-  // A chunk that only carried the prices, or a targeted call over a span,
-  // repeats columns: they are dropped. Otherwise a repeat contradicts.
-  if (!columns_.Covers(begin, end) && columns_.Overlaps(begin, end) &&
-      !Targeted(request_.target())) {
+  // A call sends each column once. What an earlier call sent too (the
+  // chunk of a call that only carries the prices, a targeted retry over the
+  // span of the gaps) is dropped.
+  if (call_columns_.Overlaps(begin, end)) {
     return Contradiction(absl::StrCat("columns of [", begin, ", ", end, ") twice"));
   }
+  call_columns_.Add(begin, end);
   return HandOnMissing(received, begin, end, ChunkPart, columns_);
 }
 

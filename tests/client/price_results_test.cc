@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/lib/run_report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -163,6 +164,12 @@ TEST_F(PriceResultsTest, WithATargetEachColumnHasItsPaths) {
   EXPECT_EQ(results.totals().round, 0);
   ASSERT_TRUE(results.OnReply(TargetedChunk(6, 1000, {true, true})).ok());
   ASSERT_TRUE(results.OnReply(Round(1, 2000)).ok());
+  const RunProgress progress = results.progress();
+  EXPECT_EQ(progress.columns, 6);
+  EXPECT_EQ(progress.columns_done, 2);
+  EXPECT_EQ(progress.columns_priced, 2);
+  EXPECT_EQ(progress.round, 1);
+  EXPECT_EQ(progress.round_paths, 2000);
   ASSERT_TRUE(results.OnReply(TargetedChunk(8, 2000, {true, true})).ok());
   ASSERT_TRUE(results.OnReply(Round(2, 4000)).ok());
   const grpc::Status last = results.OnReply(TargetedChunk(4, 4000, {true, false}));
@@ -199,6 +206,24 @@ TEST_F(PriceResultsTest, ARestoredTargetedChunkKeepsItsPaths) {
               HasSubstr("\n4,100,30,28,33.5,2000,0\n5,200,1e-300,0,2e-300,2000,1\n"));
   EXPECT_EQ(results.totals().columns_met, 1);
   EXPECT_EQ(results.totals().path_columns, 0);  // none priced by this run
+  EXPECT_EQ(results.progress().columns_done, 2);
+  EXPECT_EQ(results.progress().columns_priced, 0);
+}
+
+// The run's flops count every round of a targeted column: 2 N (P + 2P) for
+// each of two columns of 2P, 2 N P for the two of P, and nothing for the
+// two restored from the journal.
+TEST_F(PriceResultsTest, RunFlopsCountEveryRoundOfEveryColumnPriced) {
+  PriceResults results(ResultFiles{}, Columns("var:0.99", true), VarTarget());
+  results.ExpectColumns(4, 10);
+  ASSERT_TRUE(results.Restore(Accepted(4, 6).message).ok());
+  ASSERT_TRUE(results.Restore(TargetedChunk(4, 4000, {true, true}).message).ok());
+  ASSERT_TRUE(results.OnReply(Accepted(6, 10)).ok());
+  ASSERT_TRUE(results.OnReply(Round(0, 1000)).ok());
+  ASSERT_TRUE(results.OnReply(TargetedChunk(8, 1000, {true, true})).ok());
+  ASSERT_TRUE(results.OnReply(Round(1, 2000)).ok());
+  ASSERT_TRUE(results.OnReply(TargetedChunk(6, 2000, {true, false})).ok());
+  EXPECT_EQ(RunFlops(results.totals()), 2.0 * 3 * (2 * (1000 + 2000) + 2 * 1000));
 }
 
 // Paths that are not P * 2^k up to the maximum, a round that is not the

@@ -1,12 +1,14 @@
 // A targeted Price call that breaks midway (a server in process, port 0):
 // its columns arrived scattered, so the retry asks once for the span of the
 // gaps, and of that call's chunks only the columns still missing are handed
-// on.
+// on. A call that sends a column twice fails the run; a column an earlier
+// call sent is dropped.
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -121,6 +123,124 @@ TEST(PricerClientTarget, ARetryAsksForTheSpanOfTheGapsAndDropsRepeats) {
   // chunk [2, 8) of 200.
   EXPECT_THAT(v0, ElementsAre(100, 101, 105, 108, 109, 202, 203, 204, 206, 207));
   EXPECT_EQ(rounds, 3);
+}
+
+// Every call sends columns [0, 3) of what it asks for twice, then the rest.
+class RepeatingPricer final : public v1::Pricer::Service {
+ public:
+  grpc::Status Price(grpc::ServerContext*, const v1::PriceRequest* request,
+                     grpc::ServerWriter<v1::PriceReply>* writer) override {
+    const int64_t begin = request->column_begin(), end = request->column_end();
+    v1::PriceReply reply;
+    v1::JobAccepted* accepted = reply.mutable_accepted();
+    accepted->set_issuers(1);
+    accepted->set_paths(100);
+    accepted->set_column_begin(begin);
+    accepted->set_column_end(end);
+    writer->Write(reply);
+    if (request->has_target()) {
+      reply.mutable_round()->set_paths(100);
+      writer->Write(reply);
+    }
+    writer->Write(Chunk(begin, begin + 3, 100));
+    writer->Write(Chunk(begin, begin + 3, 100));
+    writer->Write(Chunk(begin + 3, end, 100));
+    reply.mutable_finished();
+    writer->Write(reply);
+    return grpc::Status::OK;
+  }
+};
+
+// A call that sends a column twice contradicts itself, targeted or not
+// (only what an earlier call sent is dropped).
+class RepeatWithinACall : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RepeatWithinACall, FailsTheRun) {
+  RepeatingPricer pricer;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&pricer);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+
+  v1::PriceRequest request;
+  request.set_column_end(10);
+  if (GetParam()) request.mutable_target()->set_statistic(v1::PrecisionTarget::STATISTIC_MEAN);
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  PricerClient client(absl::StrCat("127.0.0.1:", port));
+  const grpc::Status status = client.Price(request, [&](const ReceivedReply& reply) {
+    if (reply.message.has_chunk()) {
+      chunks.emplace_back(reply.message.chunk().column_begin(), reply.message.chunk().column_end());
+    }
+    return grpc::Status::OK;
+  });
+  server->Shutdown();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(status.error_message(), "the server sent columns of [0, 3) twice");
+  EXPECT_THAT(chunks, ElementsAre(Pair(0, 3)));
+}
+
+INSTANTIATE_TEST_SUITE_P(TargetedOrNot, RepeatWithinACall, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Targeted" : "Untargeted";
+                         });
+
+// The first call sends every column, then breaks before the terminal
+// prices; the next, asked for them with column [0, 1), sends that column's
+// chunk again and the prices.
+class PricesLastPricer final : public v1::Pricer::Service {
+ public:
+  grpc::Status Price(grpc::ServerContext*, const v1::PriceRequest* request,
+                     grpc::ServerWriter<v1::PriceReply>* writer) override {
+    const int64_t begin = request->column_begin(), end = request->column_end();
+    v1::PriceReply reply;
+    v1::JobAccepted* accepted = reply.mutable_accepted();
+    accepted->set_issuers(1);
+    accepted->set_paths(2);
+    accepted->set_column_begin(begin);
+    accepted->set_column_end(end);
+    writer->Write(reply);
+    writer->Write(Chunk(begin, end, 2));
+    if (++calls_ == 1) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "broken on purpose");
+    v1::TerminalPricesChunk* prices = reply.mutable_prices();
+    prices->set_issuer_end(1);
+    prices->set_rows(2);
+    prices->set_values(std::string(8, '\0'));
+    writer->Write(reply);
+    return grpc::Status::OK;
+  }
+  std::atomic<int> calls_ = 0;
+};
+
+TEST(PricerClientRepeats, TheChunkOfACallForThePricesIsDropped) {
+  PricesLastPricer pricer;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&pricer);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+
+  v1::PriceRequest request;
+  request.set_column_end(4);
+  request.mutable_output()->set_terminal_prices(true);
+  request.mutable_output()->mutable_statistics();
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  int prices = 0;
+  PricerClient client(absl::StrCat("127.0.0.1:", port));
+  const grpc::Status status = client.Price(request, [&](const ReceivedReply& reply) {
+    prices += reply.message.has_prices() ? 1 : 0;
+    if (reply.message.has_chunk()) {
+      chunks.emplace_back(reply.message.chunk().column_begin(), reply.message.chunk().column_end());
+    }
+    return grpc::Status::OK;
+  });
+  server->Shutdown();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(pricer.calls_, 2);
+  EXPECT_THAT(chunks, ElementsAre(Pair(0, 4)));
+  EXPECT_EQ(prices, 1);
 }
 
 }  // namespace

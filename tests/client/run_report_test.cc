@@ -81,14 +81,6 @@ TEST(SummaryJson, SaysTheTargetInFlatFields) {
                         "\"columns_by_paths\": \"10000:1612,20000:350,40000:38\"}"));
 }
 
-// Every round of a targeted column counts: 2 N (P + 2P) for one of 2P.
-TEST(RunFlops, CountsEveryPathOfEveryColumnPriced) {
-  RunTotals totals;
-  totals.issuers = 10;
-  totals.path_columns = 1000 * 3 + (1000 + 2000);
-  EXPECT_EQ(RunFlops(totals), 2.0 * 10 * 6000);
-}
-
 TEST(FormatProgress, PercentRateAndEta) {
   // 42,000 of 100,000, 21,000 of them by this run in 2.5 s: 8,400 columns/s,
   // 58,000 left: 6.9 s.
