@@ -17,20 +17,13 @@ namespace {
 using Kind = StatisticItem::Kind;
 using Statistic = v1::PrecisionTarget::Statistic;
 
-// The statistics a target may bound (min and max have no error), and their
-// names in --stats.
+// The statistics a target may bound (min and max have no error).
 constexpr std::pair<Kind, Statistic> kStatistics[] = {
     {Kind::kMean, v1::PrecisionTarget::STATISTIC_MEAN},
     {Kind::kStddev, v1::PrecisionTarget::STATISTIC_STDDEV},
     {Kind::kQuantile, v1::PrecisionTarget::STATISTIC_QUANTILE},
     {Kind::kVar, v1::PrecisionTarget::STATISTIC_VAR},
     {Kind::kEs, v1::PrecisionTarget::STATISTIC_ES}};
-constexpr std::pair<Statistic, absl::string_view> kNames[] = {
-    {v1::PrecisionTarget::STATISTIC_MEAN, "mean"},
-    {v1::PrecisionTarget::STATISTIC_STDDEV, "stddev"},
-    {v1::PrecisionTarget::STATISTIC_QUANTILE, "quantile"},
-    {v1::PrecisionTarget::STATISTIC_VAR, "var"},
-    {v1::PrecisionTarget::STATISTIC_ES, "es"}};
 
 absl::Status BadTarget(absl::string_view text, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("--error-target '", text, "': ", why));
@@ -78,12 +71,8 @@ v1::PrecisionTarget ToPrecisionTarget(const ErrorTarget& target, int64_t max_pat
 
 std::string DescribeTarget(const v1::PrecisionTarget& target) {
   std::string name = "?";
-  for (const auto& [statistic, base] : kNames) {
-    if (statistic != target.statistic()) continue;
-    const bool levelled = statistic == v1::PrecisionTarget::STATISTIC_QUANTILE ||
-                          statistic == v1::PrecisionTarget::STATISTIC_VAR ||
-                          statistic == v1::PrecisionTarget::STATISTIC_ES;
-    name = levelled ? absl::StrCat(base, "_", LevelName(target.level())) : std::string(base);
+  for (const auto& [kind, statistic] : kStatistics) {
+    if (statistic == target.statistic()) name = StatisticName(kind, target.level());
   }
   std::vector<std::string> bounds;
   // %g: 0.07 is "7%", not the 7.000000000000001 of 0.07 * 100.

@@ -19,17 +19,38 @@ std::string LevelName(double level) {
 using Kind = StatisticItem::Kind;
 using Part = StatisticItem::Part;
 
-absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::string_view flag) {
-  static constexpr std::pair<absl::string_view, Kind> kPlain[] = {
-      {"mean", Kind::kMean}, {"stddev", Kind::kStddev}, {"min", Kind::kMin}, {"max", Kind::kMax}};
-  static constexpr std::pair<absl::string_view, Kind> kLevelled[] = {
-      {"quantile", Kind::kQuantile}, {"var", Kind::kVar}, {"es", Kind::kEs}};
-  for (const auto& [name, kind] : kPlain) {
-    if (text == name) return StatisticItem{kind, 0, std::string(name)};
+namespace {
+
+// Each statistic's name in --stats; the levelled ones are written NAME:L.
+struct KindName {
+  absl::string_view name;
+  Kind kind;
+  bool levelled;
+};
+constexpr KindName kKinds[] = {
+    {"mean", Kind::kMean, false}, {"stddev", Kind::kStddev, false},    {"min", Kind::kMin, false},
+    {"max", Kind::kMax, false},   {"quantile", Kind::kQuantile, true}, {"var", Kind::kVar, true},
+    {"es", Kind::kEs, true}};
+
+}  // namespace
+
+std::string StatisticName(Kind kind, double level) {
+  for (const KindName& k : kKinds) {
+    if (k.kind == kind) {
+      return k.levelled ? absl::StrCat(k.name, "_", LevelName(level)) : std::string(k.name);
+    }
   }
+  return "?";
+}
+
+absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::string_view flag) {
   const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
-  for (const auto& [name, kind] : kLevelled) {
-    if (parts.size() != 2 || parts[0] != name) continue;
+  for (const KindName& k : kKinds) {
+    if (!k.levelled) {
+      if (text == k.name) return StatisticItem{k.kind, 0, std::string(k.name)};
+      continue;
+    }
+    if (parts.size() != 2 || parts[0] != k.name) continue;
     double level = 0;
     if (!absl::SimpleAtod(parts[1], &level)) {
       return absl::InvalidArgumentError(
@@ -37,12 +58,12 @@ absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::s
     }
     // A quantile may be the minimum or the maximum; VaR and ES at 0 or 1
     // have no tail. (Written so that NaN fails both.)
-    const bool quantile = kind == Kind::kQuantile;
+    const bool quantile = k.kind == Kind::kQuantile;
     if (quantile ? !(level >= 0 && level <= 1) : !(level > 0 && level < 1)) {
       return absl::InvalidArgumentError(absl::StrCat(flag, ": '", text, "': the level must be in ",
                                                      quantile ? "[0, 1]" : "(0, 1)"));
     }
-    return StatisticItem{kind, level, absl::StrCat(name, "_", LevelName(level))};
+    return StatisticItem{k.kind, level, StatisticName(k.kind, level)};
   }
   return absl::InvalidArgumentError(absl::StrCat(
       flag, ": '", text, "' is not one of mean, stddev, min, max, quantile:L, var:L, es:L"));

@@ -31,6 +31,10 @@ struct StatisticItem {
   Part part = Part::kValue;
 };
 
+// The CSV column of a statistic's value: mean, stddev, min, max, or
+// quantile_L, var_L, es_L with L LevelName(level).
+std::string StatisticName(StatisticItem::Kind kind, double level);
+
 // One item as written, e.g. "var:.99" or "mean" (spaces trimmed); an error
 // names `flag` ("--stats") and the item.
 absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::string_view flag);
