@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pricer/version.h"
@@ -318,7 +319,13 @@ int main(int argc, char** argv) {
   Flags flags;
   CLI::App app{"pricerd: Monte Carlo scenario pricing over gRPC"};
   DefineFlags(app, flags);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints its message (or the help, the version: exit 0); its own
+    // exit codes (105, 109, ...) are all a usage error here.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (absl::Status s = pricer::ConfigureLogging(flags.log_level, flags.log_format); !s.ok()) {
     spdlog::error("{}", std::string(s.message()));
@@ -336,7 +343,10 @@ int main(int argc, char** argv) {
       pricer::PricerServer::Start(*options);
   if (!server.ok()) {
     spdlog::error("{}", std::string(server.status().message()));
-    return 1;
+    // A flag's value or a file it names is a usage error (2), as in
+    // ToServerOptions; a port in use or a failed device is not (1).
+    const absl::Status& status = server.status();
+    return absl::IsInvalidArgument(status) || absl::IsPermissionDenied(status) ? 2 : 1;
   }
   std::thread stopper(DrainOnStopSignal, std::ref(**server), flags.drain_seconds);
   (*server)->Wait();

@@ -1,9 +1,12 @@
-"""pricerd refuses flags it cannot use, naming them and the value (the
-daemon's command line: its errors name the flag and exit non-zero)."""
+"""pricerd refuses flags it cannot use, naming them and the value, and keeps
+to its documented exit codes: 0 (also --help, --version), 1 when valid flags
+cannot start the server, 2 a flag or its value (never CLI11's own 105, 109)."""
 
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -13,11 +16,14 @@ ARGS = None
 
 
 class PricerdFlagsTest(unittest.TestCase):
-    def refused(self, *flags):
-        proc = subprocess.run([ARGS.pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "", *flags],
+    def run_pricerd(self, *flags, listen="127.0.0.1:0"):
+        return subprocess.run([ARGS.pricerd, "--listen", listen, "--metrics-listen", "", *flags],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=30)
-        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+
+    def refused(self, *flags, code=2):
+        proc = self.run_pricerd(*flags)
+        self.assertEqual(proc.returncode, code, proc.stdout)
         return proc.stdout
 
     def test_unknown_devices_refused(self):
@@ -38,6 +44,46 @@ class PricerdFlagsTest(unittest.TestCase):
         out = self.refused("--max-request-bytes", "12XB")
         self.assertIn("--max-request-bytes", out)
         self.assertIn("'12XB'", out)
+
+    def test_unknown_flag_is_a_usage_error(self):
+        out = self.refused("--bogus", "1")
+        self.assertIn("--bogus", out)
+
+    def test_value_outside_a_flags_range_is_a_usage_error(self):
+        out = self.refused("--max-shards-in-flight", "0")
+        self.assertIn("--max-shards-in-flight", out)
+
+    def test_help_and_version_exit_0(self):
+        for flag, text in (("--help", "--device-memory"), ("--version", "pricerd")):
+            proc = self.run_pricerd(flag)
+            self.assertEqual(proc.returncode, 0, proc.stdout)
+            self.assertIn(text, proc.stdout)
+
+    def test_port_in_use_cannot_start(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            proc = self.run_pricerd(listen="127.0.0.1:%d" % port)
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn(str(port), proc.stdout)
+
+    def test_files_a_flag_names_are_usage_errors(self):
+        out = self.refused("--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem")
+        self.assertIn("/nonexistent/cert.pem", out)
+        with tempfile.TemporaryDirectory() as tmp:
+            tokens = os.path.join(tmp, "tokens")
+            with open(tokens, "w") as f:
+                f.write("risk-a s3cret\n")
+            os.chmod(tokens, 0o644)
+            out = self.refused("--auth-tokens-file", tokens)
+            self.assertIn(tokens, out)
+
+    def test_listen_address_that_is_not_host_port_is_a_usage_error(self):
+        for listen in ("nohostport", "127.0.0.1:70000"):
+            proc = self.run_pricerd(listen=listen)
+            self.assertEqual(proc.returncode, 2, proc.stdout)
+            self.assertIn("'%s'" % listen, proc.stdout)
 
 
 if __name__ == "__main__":
