@@ -42,6 +42,23 @@ v1::PriceReply Chunk(int64_t begin, int64_t end, int64_t rows) {
   return reply;
 }
 
+// `service` on a loopback port, shut down at the end of the test.
+struct LoopbackServer {
+  explicit LoopbackServer(grpc::Service& service) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+  }
+  ~LoopbackServer() {
+    if (server != nullptr) server->Shutdown();
+  }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port); }
+
+  int port = 0;
+  std::unique_ptr<grpc::Server> server;
+};
+
 // The first call sends round 0's columns [0, 2), [5, 6) and [8, 10) of
 // [0, 10), then breaks; later calls send round 0 and 1 of what they ask for.
 class BreakingPricer final : public v1::Pricer::Service {
@@ -91,12 +108,8 @@ class BreakingPricer final : public v1::Pricer::Service {
 
 TEST(PricerClientTarget, ARetryAsksForTheSpanOfTheGapsAndDropsRepeats) {
   BreakingPricer pricer;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&pricer);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
+  const LoopbackServer server(pricer);
+  ASSERT_NE(server.server, nullptr);
 
   v1::PriceRequest request;
   request.set_column_end(10);
@@ -104,7 +117,7 @@ TEST(PricerClientTarget, ARetryAsksForTheSpanOfTheGapsAndDropsRepeats) {
   std::vector<std::pair<int64_t, int64_t>> chunks;
   std::vector<double> v0;
   int rounds = 0;
-  PricerClient client(absl::StrCat("127.0.0.1:", port));
+  PricerClient client(server.target());
   const grpc::Status status = client.Price(request, [&](const ReceivedReply& reply) {
     rounds += reply.message.has_round() ? 1 : 0;
     if (reply.message.has_chunk()) {
@@ -114,7 +127,6 @@ TEST(PricerClientTarget, ARetryAsksForTheSpanOfTheGapsAndDropsRepeats) {
     }
     return grpc::Status::OK;
   });
-  server->Shutdown();
   ASSERT_TRUE(status.ok()) << status.error_message();
   // Not [2, 5) and [6, 8) in two calls.
   EXPECT_THAT(pricer.asked(), ElementsAre(Pair(0, 10), Pair(2, 8)));
@@ -157,25 +169,20 @@ class RepeatWithinACall : public ::testing::TestWithParam<bool> {};
 
 TEST_P(RepeatWithinACall, FailsTheRun) {
   RepeatingPricer pricer;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&pricer);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
+  const LoopbackServer server(pricer);
+  ASSERT_NE(server.server, nullptr);
 
   v1::PriceRequest request;
   request.set_column_end(10);
   if (GetParam()) request.mutable_target()->set_statistic(v1::PrecisionTarget::STATISTIC_MEAN);
   std::vector<std::pair<int64_t, int64_t>> chunks;
-  PricerClient client(absl::StrCat("127.0.0.1:", port));
+  PricerClient client(server.target());
   const grpc::Status status = client.Price(request, [&](const ReceivedReply& reply) {
     if (reply.message.has_chunk()) {
       chunks.emplace_back(reply.message.chunk().column_begin(), reply.message.chunk().column_end());
     }
     return grpc::Status::OK;
   });
-  server->Shutdown();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_EQ(status.error_message(), "the server sent columns of [0, 3) twice");
   EXPECT_THAT(chunks, ElementsAre(Pair(0, 3)));
@@ -215,12 +222,8 @@ class PricesLastPricer final : public v1::Pricer::Service {
 
 TEST(PricerClientRepeats, TheChunkOfACallForThePricesIsDropped) {
   PricesLastPricer pricer;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&pricer);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
+  const LoopbackServer server(pricer);
+  ASSERT_NE(server.server, nullptr);
 
   v1::PriceRequest request;
   request.set_column_end(4);
@@ -228,7 +231,7 @@ TEST(PricerClientRepeats, TheChunkOfACallForThePricesIsDropped) {
   request.mutable_output()->mutable_statistics();
   std::vector<std::pair<int64_t, int64_t>> chunks;
   int prices = 0;
-  PricerClient client(absl::StrCat("127.0.0.1:", port));
+  PricerClient client(server.target());
   const grpc::Status status = client.Price(request, [&](const ReceivedReply& reply) {
     prices += reply.message.has_prices() ? 1 : 0;
     if (reply.message.has_chunk()) {
@@ -236,7 +239,6 @@ TEST(PricerClientRepeats, TheChunkOfACallForThePricesIsDropped) {
     }
     return grpc::Status::OK;
   });
-  server->Shutdown();
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(pricer.calls_, 2);
   EXPECT_THAT(chunks, ElementsAre(Pair(0, 4)));
