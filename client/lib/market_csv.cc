@@ -12,7 +12,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
 namespace pricer {
@@ -25,6 +24,50 @@ struct CsvRow {
   std::vector<std::string> cells;
 };
 
+// The cells of line `line`, quoted as pandas and spreadsheets quote them
+// (RFC 4180, on one line): a cell in double quotes may hold commas, and ""
+// in it is one quote. Whitespace around a cell is trimmed, not inside quotes.
+absl::StatusOr<std::vector<std::string>> SplitCells(absl::string_view text, const std::string& path,
+                                                    int line) {
+  const auto skip_spaces = [&](size_t k) {
+    while (k < text.size() && absl::ascii_isspace(static_cast<unsigned char>(text[k]))) ++k;
+    return k;
+  };
+  std::vector<std::string> cells;
+  for (size_t k = 0;; ++k) {  // k: the start of a cell, then its end (a comma or the end)
+    k = skip_spaces(k);
+    std::string cell;
+    if (k < text.size() && text[k] == '"') {
+      for (++k;; ++k) {
+        if (k == text.size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ":", line, ", cell ", cells.size() + 1,
+              ": the quote is not closed on this line (a cell over several lines is not "
+              "supported)"));
+        }
+        if (text[k] != '"') {
+          cell += text[k];
+        } else if (k + 1 < text.size() && text[k + 1] == '"') {
+          cell += text[++k];
+        } else {
+          break;
+        }
+      }
+      k = skip_spaces(k + 1);
+      if (k < text.size() && text[k] != ',') {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ", cell ", cells.size() + 1,
+                                                       ": text after the closing quote"));
+      }
+    } else {
+      const size_t end = std::min(text.find(',', k), text.size());
+      cell = std::string(absl::StripAsciiWhitespace(text.substr(k, end - k)));
+      k = end;
+    }
+    cells.push_back(std::move(cell));
+    if (k >= text.size()) return cells;
+  }
+}
+
 absl::StatusOr<std::vector<CsvRow>> ReadRows(const std::string& path, absl::string_view what) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", what, " ", path));
@@ -34,11 +77,8 @@ absl::StatusOr<std::vector<CsvRow>> ReadRows(const std::string& path, absl::stri
     // The byte order mark a spreadsheet may write first.
     if (line == 1 && absl::StartsWith(text, "\xEF\xBB\xBF")) text.erase(0, 3);
     if (absl::StripAsciiWhitespace(text).empty()) continue;
-    CsvRow row{line, {}};
-    for (absl::string_view cell : absl::StrSplit(text, ',')) {
-      row.cells.emplace_back(absl::StripAsciiWhitespace(cell));
-    }
-    rows.push_back(std::move(row));
+    ASSIGN_OR_RETURN(std::vector<std::string> cells, SplitCells(text, path, line));
+    rows.push_back(CsvRow{line, std::move(cells)});
   }
   return rows;
 }

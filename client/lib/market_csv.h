@@ -1,6 +1,8 @@
 // The CSV files of `pricer price --market-file` and `--correlation-file`, as
 // people and pandas write them: columns found by their header names, cells
-// trimmed, labels of the issuers in a leading index column or a header row.
+// trimmed, a cell in double quotes may hold commas ("ACME, Inc."; "" is a
+// quote; on one line), labels of the issuers in a leading index column or a
+// header row.
 #pragma once
 
 #include <string>

@@ -1,8 +1,9 @@
 """End to end, a real pricerd and the real CLI: market and correlation CSV
-files as pandas and people write them (an index column, labels, columns in
-another order, extra columns, spaces) price bit for bit like the plain files
+files as pandas and people write them (an index column, labels, quoted labels
+with commas, columns in another order, extra columns, spaces) price bit for bit like the plain files
 of the same data; labels that do not match are refused, naming them."""
 
+import csv
 import filecmp
 import os
 import sys
@@ -91,6 +92,28 @@ class MarketFilesTest(CliTestCase):
         corr = self.write("labelled_corr.csv", ["," + ",".join(LABELS)] + [
             f"{label}," + ",".join(text(row)) for label, row in zip(LABELS, self.correlation)])
         self.assert_same_files(self.price("labelled", market, corr), want)
+
+    def test_labels_with_commas_and_quotes_as_the_csv_module_quotes_them(self):
+        # pandas' to_csv writes through the csv module: QUOTE_MINIMAL, CRLF.
+        order = [1, 3, 0, 2]
+        want = self.price("unquoted", self.plain_market("unquoted_market.csv", order),
+                          self.plain_correlation("unquoted_corr.csv", order))
+        labels = ['ACME, Inc.', 'The "Big" One', 'Umbrella', 'Hooli, Ltd']
+        market, corr = self.path("quoted_market.csv"), self.path("quoted_corr.csv")
+        with open(market, "w", newline="") as f:
+            rows = csv.writer(f)
+            rows.writerow(["issuer", "spot", "volatility"])
+            for k in order:
+                rows.writerow([labels[k], repr(float(self.spot[k])),
+                               repr(float(self.volatility[k]))])
+        with open(corr, "w", newline="") as f:
+            rows = csv.writer(f)
+            rows.writerow([""] + labels)
+            for label, row in zip(labels, self.correlation):
+                rows.writerow([label] + text(row))
+        with open(market) as f:
+            self.assertIn('"ACME, Inc."', f.read())
+        self.assert_same_files(self.price("quoted", market, corr), want)
 
     def test_labels_that_do_not_match_are_refused_naming_them(self):
         market = self.write("wrong_market.csv", ["issuer,spot,volatility"] + [

@@ -66,6 +66,26 @@ TEST(ReadMarketCsv, LabelsFromPandasIndexOrAnIssuerColumn) {
   EXPECT_THAT(csv->market.volatility(), ElementsAre(0.2, 0.3));
 }
 
+TEST(ReadMarketCsv, QuotedCellsHoldCommasAndQuotes) {
+  // As pandas (csv.QUOTE_MINIMAL) writes labels with commas and quotes, with
+  // Windows line ends.
+  TempFile file("market_csv_quoted.csv",
+                "\"issuer\",spot,volatility\r\n\"ACME, Inc.\",5.1,0.2\r\n"
+                " \"The \"\"Big\"\" One\" , 6 ,\"0.3\"\r\n\"\",7,0.4\r\n");
+  absl::StatusOr<MarketCsv> csv = ReadMarketCsv(file.path());
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_THAT(csv->issuers, ElementsAre("ACME, Inc.", "The \"Big\" One", ""));
+  EXPECT_THAT(csv->market.spot(), ElementsAre(5.1, 6, 7));
+  EXPECT_THAT(csv->market.volatility(), ElementsAre(0.2, 0.3, 0.4));
+  EXPECT_EQ(MarketError("issuer,spot,volatility\n\"ACME, Inc.,5.1,0.2\n"),
+            "F:2, cell 1: the quote is not closed on this line (a cell over several lines is not "
+            "supported)");
+  EXPECT_EQ(MarketError("issuer,spot,volatility\n\"ACME\" Inc.,5.1,0.2\n"),
+            "F:2, cell 1: text after the closing quote");
+  EXPECT_EQ(MarketError("spot,volatility\n5.1,\"0.2\"x\n"),
+            "F:2, cell 2: text after the closing quote");
+}
+
 TEST(ReadMarketCsv, ErrorsNameTheFileRowAndColumn) {
   EXPECT_EQ(MarketError("spot,volatility\n100,0.2\n7;0.1\n"), "F:3: 1 cells, but the header has 2");
   EXPECT_EQ(MarketError("volatility,spot\n0.2,100\n\n0.1,abc\n"),
