@@ -126,6 +126,15 @@ TEST(ReadCorrelationCsv, ReadsLabelsOfAHeaderAColumnOrBoth) {
   }
 }
 
+TEST(ReadCorrelationCsv, QuotedLabelsHoldCommasAndQuotes) {
+  TempFile file("market_csv_quoted_labels.csv",
+                ",\"A, Inc.\",\"B \"\"b\"\"\"\n\"A, Inc.\",1,0.3\n\"B \"\"b\"\"\",0.3,1\n");
+  absl::StatusOr<CorrelationCsv> csv = ReadCorrelationCsv(file.path());
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_THAT(csv->values, ElementsAre(1, 0.3, 0.3, 1));
+  EXPECT_THAT(csv->labels, ElementsAre("A, Inc.", "B \"b\""));
+}
+
 TEST(ReadCorrelationCsv, RefusesWhatIsNotOneSquareMatrix) {
   EXPECT_EQ(CorrelationError("1,0\n0,1\n0,0\n"), "F: 3 rows of 2 numbers is not square");
   EXPECT_EQ(CorrelationError("1,0,0\n0,1\n0,0,1\n"), "F:2: 2 cells, but the first row has 3");

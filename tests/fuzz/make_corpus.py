@@ -153,6 +153,8 @@ def main():
             "bad-row": b"spot,volatility\n5,0.2,1\nx,y\n",
             "pandas": b",spot,volatility\n0,5.1,0.2\n1,6,0.3\n",
             "issuer-shuffled": b" sector , volatility,issuer, spot\ntech, 0.2 ,A, 5\nbank,0.3,B,7\n",
+            "quoted": b'"issuer",spot,volatility\r\n"ACME, Inc.",5,0.2\r\n "a ""b""" ,7,"0.3"\r\n',
+            "open-quote": b'issuer,spot,volatility\n"ACME,5,0.2\n',
         },
         "fuzz_correlation_csv": {
             "2x2": b"1,0.5\n0.5,1\n",
@@ -163,6 +165,7 @@ def main():
             "pandas": b",A,B\nA,1,0.3\nB,0.3,1\n",
             "header": b" A , B \n1,0.3\n0.3,1\n",
             "label-column": b"A, 1, 0.3\nB, 0.3, 1\n",
+            "quoted": b',"A, Inc.","B ""b"""\n"A, Inc.",1,0.3\n"B ""b""",0.3,1\n',
         },
         "fuzz_progress_journal": journals(pb),
         "fuzz_price_reply": price_replies(pb),
