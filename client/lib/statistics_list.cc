@@ -47,7 +47,7 @@ absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::s
   const std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(':', 1));
   for (const KindName& k : kKinds) {
     if (!k.levelled) {
-      if (text == k.name) return StatisticItem{k.kind, 0, std::string(k.name)};
+      if (text == k.name) return StatisticItem{k.kind, 0, StatisticName(k.kind, 0)};
       continue;
     }
     if (parts.size() != 2 || parts[0] != k.name) continue;
