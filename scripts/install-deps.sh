@@ -13,7 +13,7 @@ packages=(
   python3-matplotlib time
   prometheus-cpp-dev prometheus openssl
   python3-yaml python3-venv buildah debootstrap iproute2
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev ccache
 )
 # tests/deploy renders the manifests with `kubectl kustomize` (kustomize v4
 # or later: kubectl 1.21+). Debian's kubernetes-client only when none is here.
