@@ -2,9 +2,9 @@
 # Builds the libFuzzer targets of tests/fuzz in build-fuzz (clang 14; the
 # whole tree instrumented for coverage, AddressSanitizer and
 # UndefinedBehaviorSanitizer) and runs each on a scratch copy of its seed
-# corpus, tests/fuzz/corpus/<target>/. Fails when a target crashes, leaks,
-# runs out of memory or takes over 10 s on one input; the input is kept
-# under /tmp/fuzz-crashes/<target>/.
+# corpus, tests/fuzz/corpus/<target>/, FUZZ_JOBS at a time (default: one
+# per core). Fails when a target crashes, leaks, runs out of memory or takes
+# over 10 s on one input; the input is kept under /tmp/fuzz-crashes/<target>/.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    each target for SECONDS (default 60)
 #   scripts/fuzz.sh --runs N [TARGET...]     each target for N executions
 set -euo pipefail
@@ -38,27 +38,41 @@ scratch=$(mktemp -d /tmp/pricer-fuzz.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 crashes=/tmp/fuzz-crashes
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-failed=()
-printf '%-24s %12s %6s %8s  %s\n' target executions cov seconds result
-for target in "${targets[@]}"; do
+
+# fuzz_one TARGET: runs TARGET on its scratch corpus; writes its table row to
+# $scratch/TARGET/row and, when it fails, keeps its log with the crash.
+fuzz_one() {
+  local target=$1 log=$scratch/$1/log start ms rc=0 executions cov result=ok
   mkdir -p "$scratch/$target" "$crashes/$target"
   cp -r "tests/fuzz/corpus/$target" "$scratch/$target/corpus"
-  log=$scratch/$target/log
   start=$(date +%s%N)
-  rc=0
   "$build_dir/tests/fuzz/$target" "$scratch/$target/corpus" "${limit[@]}" -rss_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 -artifact_prefix="$crashes/$target/" > "$log" 2>&1 || rc=$?
   ms=$((($(date +%s%N) - start) / 1000000))
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  result=ok
   if ((rc != 0)); then
     result="FAILED (exit $rc): $(ls -t "$crashes/$target" | head -1)"
-    failed+=("$target")
     cp "$log" "$crashes/$target/log"
   fi
   printf '%-24s %12s %6s %6d.%d  %s\n' "$target" "${executions:-?}" "${cov:-?}" $((ms / 1000)) \
-    $((ms % 1000 / 100)) "$result"
+    $((ms % 1000 / 100)) "$result" > "$scratch/$target/row"
+}
+
+# FUZZ_JOBS targets at a time (default: one per core), each a single-threaded
+# libFuzzer process, so each gets a core and its executions per second are
+# those of a run alone.
+jobs=${FUZZ_JOBS:-$(nproc)}
+for target in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  fuzz_one "$target" &
+done
+wait
+failed=()
+printf '%-24s %12s %6s %8s  %s\n' target executions cov seconds result
+for target in "${targets[@]}"; do
+  cat "$scratch/$target/row"
+  if grep -q FAILED "$scratch/$target/row"; then failed+=("$target"); fi
 done
 
 if ((${#failed[@]} > 0)); then

@@ -1,25 +1,17 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds, checks the lock annotations with clang
-# (scripts/check-thread-safety.sh), runs the whole test suite once but the
-# reliability tests, then the reliability suite three times, the last under a
-# CPU hog (scripts/reliability.sh), each fuzz target for ${FUZZ_SECONDS:-60} s
-# (scripts/fuzz.sh), and the suite under ASan + UBSan + LSan and TSan
-# (scripts/check-sanitizers.sh). Each step's wall time is printed at the end.
+# The README's test command (the first tier): installs the dependencies,
+# builds (scripts/build.sh: Release, through ccache when it is installed), and
+# runs every test once, the reliability suite included, side by side on the
+# cores (ctest -j): the tests that need the machine to themselves (they bound
+# latencies, RSS or a drain's timing, or build a container image) are
+# RUN_SERIAL. The deep tier (scripts/test-deep.sh: the clang thread-safety
+# build, the reliability passes again and under a CPU hog, fuzzing, ASan +
+# UBSan + LSan and TSan) runs after it in CI (.ci/run). Prints each step's
+# wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=()
-step() {
-  local start=$SECONDS
-  "$@"
-  steps+=("$(printf '%6ds  %s' $((SECONDS - start)) "$*")")
-}
+source scripts/lib/steps.sh
 step scripts/install-deps.sh
 step scripts/build.sh
-step scripts/check-thread-safety.sh
-step ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 \
-  -E '^(reliability_|device_faults_test\.)'
-step scripts/reliability.sh
-step scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
-step scripts/check-sanitizers.sh
-echo "== scripts/test.sh wall times"
-printf '%s\n' "${steps[@]}"
+step ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure --timeout 900 -j "$(nproc)"
+print_steps scripts/test.sh

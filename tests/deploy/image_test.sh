@@ -17,7 +17,10 @@
 #   BUILD_DIR           build tree with the native binaries (default: build)
 #   PRICERD, PRICER     the native binaries (default: BUILD_DIR/server/pricerd,
 #                       BUILD_DIR/client/pricer)
-#   PRICER_IMAGE_CACHE  kept between runs (default: BUILD_DIR/image-cache): the
+#   PRICER_IMAGE_CACHE  kept between runs (default: ~/.cache/pricer/image-cache,
+#                       under XDG_CACHE_HOME when set, so that a fresh clone
+#                       on the same machine reuses an earlier run's layers,
+#                       as its compiles reuse ccache's): the
 #                       base rootfs tarball, buildah's vfs storage (storage/,
 #                       so the host's /var/lib/containers is not touched), the
 #                       tools venv, the logs
@@ -35,7 +38,7 @@ fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 build_dir=$(realpath -m "${BUILD_DIR:-build}")
-cache=$(realpath -m "${PRICER_IMAGE_CACHE:-$build_dir/image-cache}")
+cache=$(realpath -m "${PRICER_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pricer/image-cache}")
 native_pricerd=$(realpath -m "${PRICERD:-$build_dir/server/pricerd}")
 native_pricer=$(realpath -m "${PRICER:-$build_dir/client/pricer}")
 tools_venv=${PRICER_TOOLS_VENV:-$cache/tools-venv}
