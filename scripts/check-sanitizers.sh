@@ -28,6 +28,7 @@
 # test; the wall time of each build and run is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/time_scale.sh
 root=$PWD
 parts=${1:-all}
 jobs=$(nproc)
@@ -73,6 +74,8 @@ asan_build() {
 }
 asan_exclude='^(deploy_|reliability_soak_test$|reliability_process_faults_test$|client_python_package_test$)'
 asan_run() {
+  # Tests run about 3 times slower: their wall-clock bounds scale.
+  raise_time_scale 3
   ctest --test-dir "$asan_dir" --output-on-failure --timeout 1800 -j "$jobs" \
     -E "$asan_exclude"
 }
@@ -137,6 +140,8 @@ tsan_build() {
 }
 tsan_run() {
   local names
+  # Tests run up to 5 times slower: their wall-clock bounds scale.
+  raise_time_scale 5
   names=$(IFS='|'; echo "${tsan_tests[*]}")
   ctest --test-dir "$tsan_dir" --output-on-failure --timeout 1800 -j "$jobs" \
     -R "^($names)\\."

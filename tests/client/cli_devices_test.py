@@ -10,7 +10,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import Server, run_cli  # noqa: E402
 
@@ -28,7 +28,7 @@ class OneDeviceTest(unittest.TestCase):
 
     def test_devices_lists_cpu0(self):
         proc = subprocess.run([ARGS.pricer, "devices", "--target", self.server.target],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=scaled(60))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertRegex(proc.stdout, r"cpu0\s+cpu\s+1073741824\s+\d+\s+\d+\s+\d+")
 

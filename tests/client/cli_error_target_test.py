@@ -17,7 +17,7 @@ import unittest
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import CliTestCase, run_cli, run_on_terminal  # noqa: E402
 
@@ -125,14 +125,14 @@ class ErrorTargetTest(CliTestCase):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # Killed once a chunk is in the journal (a header and the accepted
         # take about 100 bytes; a chunk of statistics more).
-        deadline = time.time() + 60
+        deadline = time.time() + scaled(60)
         while proc.poll() is None and time.time() < deadline:
             if os.path.exists(journal) and os.path.getsize(journal) > 400:
                 break
             time.sleep(0.002)
         self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
         proc.kill()
-        proc.wait(timeout=60)
+        proc.wait(timeout=scaled(60))
         resumed = self.pricer(*JOB, "--stats-out", out, "--resume")
         self.assertRegex(resumed.stdout, r"priced \d+ columns \(\d+ more from the journal\)")
         self.assertIn(f"of {COLUMNS} columns met it", resumed.stdout)

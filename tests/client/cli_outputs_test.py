@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import WHOLE_BUDGET, CliTestCase, run_cli, run_on_terminal  # noqa: E402
 
@@ -108,14 +108,14 @@ class OutputsTest(CliTestCase):
         journal = prefix + ".npy.progress"
         proc = subprocess.Popen([ARGS.pricer, "price", "--target", self.server.target, *args],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 120
+        deadline = time.time() + scaled(120)
         while proc.poll() is None and time.time() < deadline:
             if os.path.exists(journal) and os.path.getsize(journal) > 64 * 1024:
                 break
             time.sleep(0.02)
         self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
         proc.kill()
-        proc.wait(timeout=60)
+        proc.wait(timeout=scaled(60))
         return args, logged_jobs(self.server)[1]
 
     def test_resumed_summary_counts_this_runs_columns(self):

@@ -12,7 +12,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import CliTestCase, run_cli  # noqa: E402
 
@@ -22,7 +22,7 @@ ARGS = None
 class CliScenarioSetTest(CliTestCase):
     def upload(self, path, target=None):
         return subprocess.run([ARGS.pricer, "upload", "--target", target or self.server.target,
-                               path], capture_output=True, text=True, timeout=300)
+                               path], capture_output=True, text=True, timeout=scaled(300))
 
     def test_upload_prints_the_sha256_id_once(self):
         rng = np.random.default_rng(31)

@@ -1,15 +1,20 @@
 """What the Python tests of a real pricerd share: the server on a loopback
-port, and the CLI run against it."""
+port, and the CLI run against it. Their waits take seconds on an unloaded
+machine and scale them by PRICER_TEST_TIME_SCALE (tests/binaries.py)."""
 
 import os
 import pty
 import re
 import select
 import subprocess
+import sys
 import tempfile
 import time
 import tty
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from binaries import scaled  # noqa: E402  (tests/binaries.py)
 
 
 # For tests whose tiny device budget is the point: a job may hold all of it,
@@ -26,7 +31,7 @@ class Server:
             [pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--devices", devices,
              "--device-memory", device_memory, *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
+        deadline = time.time() + scaled(30)
         self.port = None
         while self.port is None and time.time() < deadline:
             time.sleep(0.05)
@@ -42,18 +47,22 @@ class Server:
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=scaled(30))
         os.unlink(self.log.name)
 
 
 def run_cli(pricer, *args, timeout=300):
-    """The CLI at `pricer` with `args`, its output captured as text."""
-    return subprocess.run([pricer, *args], capture_output=True, text=True, timeout=timeout)
+    """The CLI at `pricer` with `args`, its output captured as text; killed
+    after `timeout` (scaled)."""
+    return subprocess.run([pricer, *args], capture_output=True, text=True,
+                          timeout=scaled(timeout))
 
 
 def run_on_terminal(args, timeout=120):
     """`args` run with stderr on a pseudo-terminal (stdout discarded):
-    (exit code, what it wrote there as text, wall seconds)."""
+    (exit code, what it wrote there as text, wall seconds). `timeout`
+    (scaled): how long a silent terminal or the exit is waited for."""
+    timeout = scaled(timeout)
     master, slave = pty.openpty()
     tty.setraw(slave)  # no "\n" -> "\r\n"
     start = time.monotonic()

@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import WHOLE_BUDGET, Server  # noqa: E402  (the same fixture)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402
@@ -46,7 +46,7 @@ class PythonClientTest(unittest.TestCase):
 
     def pricer(self, *args):
         proc = subprocess.run([ARGS.pricer, *args, "--target", self.server.target],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=scaled(300))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc
 
@@ -259,7 +259,7 @@ class SplitAcrossServersTest(unittest.TestCase):
 
     def run_pricer(self, target, *args):
         proc = subprocess.run([ARGS.pricer, "price", "--target", target, *args],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=scaled(300))
         self.assertEqual(proc.returncode, 0, proc.stderr)
 
     def test_cli_split_equals_one_server_and_uses_both(self):
@@ -343,7 +343,7 @@ class ServerKilledMidCallTest(unittest.TestCase):
             victim.proc.kill()
             victim.proc.wait()
             self.assertTrue(thread.is_alive(), "the call ended before the kill")
-            thread.join(timeout=300)
+            thread.join(timeout=scaled(300))
         self.assertNotIn("error", outcome)
         self.assertTrue(any("retry 1 of 3" in line for line in logs.output), logs.output)
         assert_same_result(self, outcome["result"], whole)

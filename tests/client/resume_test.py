@@ -16,7 +16,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import WHOLE_BUDGET, Server  # noqa: E402  (the same fixture)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 
 from pricer_client._proto import pricer_pb2  # noqa: E402
 from pricer_client import Client  # noqa: E402
@@ -111,7 +111,7 @@ class ResumeTest(unittest.TestCase):
     @classmethod
     def run_pricer(cls, target, prefix, *extra, job=JOB):
         return subprocess.run(cls.args(target, prefix, *extra, job=job), capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=scaled(300))
 
     def journal(self, prefix):
         return self.outputs(prefix)[0] + ".progress"
@@ -121,13 +121,13 @@ class ResumeTest(unittest.TestCase):
         `columns` columns, with the count; fails if it finished first."""
         proc = subprocess.Popen(self.args(target, prefix, *extra), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 120
+        deadline = time.time() + scaled(120)
         while time.time() < deadline and proc.poll() is None:
             recorded = journal_columns(self.journal(prefix))
             if recorded >= columns:
                 return proc, recorded
             time.sleep(0.02)
-        _, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=scaled(300))
         self.fail(f"the CLI ended ({proc.returncode}) before {columns} columns were journaled: "
                   f"size the job up\n{err}")
 
@@ -152,7 +152,7 @@ class ResumeTest(unittest.TestCase):
             victim.proc.wait()
             self.assertIsNone(proc.poll(), "the CLI ended before the kill")
             self.assertLess(at_kill, COLUMNS)
-            out, err = proc.communicate(timeout=300)
+            out, err = proc.communicate(timeout=scaled(300))
             self.assertEqual(proc.returncode, 0, err)
             # A part was cut off and asked again, on the server still up.
             self.assertRegex(err, RETRY)
@@ -165,7 +165,7 @@ class ResumeTest(unittest.TestCase):
     def test_cli_killed_then_resumed_prices_only_the_rest(self):
         proc, _ = self.start_and_wait_for(self.server.target, "resumed", 4000)
         proc.kill()
-        proc.communicate(timeout=60)
+        proc.communicate(timeout=scaled(60))
         journal = self.journal("resumed")
         at_kill = journal_columns(journal)
         self.assertGreaterEqual(at_kill, 4000)
@@ -187,7 +187,7 @@ class ResumeTest(unittest.TestCase):
         self.assertIn("another request", refused.stderr)
 
         # The server stops the killed run's job at its next shard boundary.
-        deadline = time.time() + 60
+        deadline = time.time() + scaled(60)
         while queued_jobs(self.server) > 0 and time.time() < deadline:
             time.sleep(0.05)
         before = shards_done(self.server)

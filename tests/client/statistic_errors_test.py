@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pricerd_fixture import CliTestCase  # noqa: E402  (the same fixture)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402
@@ -59,7 +59,7 @@ class StatisticErrorsTest(CliTestCase):
 
     def pricer(self, *args):
         return subprocess.run([ARGS.pricer, "price", "--target", self.server.target, *args],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=scaled(300))
 
     def cli_csv(self, name, *flags):
         """The CLI's statistics CSV of JOB with `flags`: read_csv of it."""

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 
 ARGS = None
 
@@ -19,7 +19,7 @@ class PricerdFlagsTest(unittest.TestCase):
     def run_pricerd(self, *flags, listen="127.0.0.1:0"):
         return subprocess.run([ARGS.pricerd, "--listen", listen, "--metrics-listen", "", *flags],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=30)
+                              timeout=scaled(30))
 
     def refused(self, *flags, code=2, listen="127.0.0.1:0"):
         proc = self.run_pricerd(*flags, listen=listen)

@@ -18,7 +18,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 from multi_host_network import NAME, Network, sh  # noqa: E402
 
 ARGS = None  # the --pricerd and --pricer paths, once main() has read them
@@ -64,7 +64,7 @@ class Server:
                 "--drain-seconds", "2",
                 "--max-connection-age-seconds", str(CONNECTION_AGE_SECONDS)),
                 stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + scaled(30)
         while "listening on" not in self.read_log():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"pricerd on {host} exited: {self.read_log()}")
@@ -80,7 +80,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=scaled(10))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -152,7 +152,7 @@ class MultiHostTestCase(unittest.TestCase):
             server = Server(network, "h1", cls.dir.name)
             started = time.monotonic()
             cli = Cli(network, server.target, os.path.join(cls.dir.name, "one_server"))
-            rc = cli.wait(120)
+            rc = cli.wait(scaled(120))
             cls.reference_seconds = time.monotonic() - started
             server.stop()
             assert rc == 0, f"the one-server run failed ({rc}): {cli.stderr_text()}"

@@ -13,10 +13,9 @@ from multi_host_network import sh
 
 RETRY = re.compile(r"pricer: columns \[\d+, \d+\) \(\d+ missing\) broke with \d+ \w+: .*; "
                    r"retry 1 of 3 in 0\.2 s")
-# How long a split run may take once a host is cut. A healthy run takes
-# ~3 s; a SIGKILL is seen at once (RST); a cut link only by keepalive, which
-# with 10 s pings and a 5 s timeout retried 4 to 15 s after the cut.
-CUT_RUN_LIMIT_SECONDS = 30
+# A SIGKILL is seen at once (RST); a cut link only by keepalive, which with
+# 10 s pings and a 5 s timeout retried 4 to 15 s after the cut.
+KEEPALIVE_SECONDS = 15
 
 
 class MultiHostFailoverTest(MultiHostTestCase):
@@ -31,11 +30,15 @@ class MultiHostFailoverTest(MultiHostTestCase):
         self.assertIsNone(cli.proc.poll(), "the run ended before the cut: make the job bigger")
         cut_at = time.monotonic()
         cut(victim)
-        rc = cli.wait(CUT_RUN_LIMIT_SECONDS)
+        # How long the run may take once a host is cut: the keepalive, then
+        # the rest, retried parts included, in at most twice the one-server
+        # run (measured 9.7 s, and 19.0 s from a link cut to the run's end).
+        limit = KEEPALIVE_SECONDS + 2 * self.reference_seconds
+        rc = cli.wait(limit)
         seconds = time.monotonic() - cli.started
         if rc is None:
             cli.kill()
-            self.fail(f"{label}: the run still hangs {CUT_RUN_LIMIT_SECONDS} s after {victim} "
+            self.fail(f"{label}: the run still hangs {limit:.0f} s after {victim} "
                       f"was cut ({time.monotonic() - cut_at:.1f} s since); stderr: "
                       f"{cli.stderr_text()!r}")
         self.assertEqual(rc, 0, cli.stderr_text())

@@ -16,12 +16,13 @@ import multi_host
 from multi_host import (COLUMNS, CONNECTION_AGE_SECONDS, DNS_MIN_SECONDS_BETWEEN_RESOLUTIONS, HERE,
                         ISSUERS, PATHS, SEED, SPLIT, TARGET, MultiHostTestCase)
 from multi_host_network import Network
+from binaries import scaled  # tests/binaries.py, on sys.path through multi_host
 
 
 class MultiHostSpreadTest(MultiHostTestCase):
     def test_split_spreads_over_three_hosts(self):
         cli = self.split_run("split")
-        rc = cli.wait(120)
+        rc = cli.wait(scaled(120))
         seconds = time.monotonic() - cli.started
         self.assertEqual(rc, 0, cli.stderr_text())
         shards = self.all_shards()
@@ -58,7 +59,7 @@ class MultiHostSpreadTest(MultiHostTestCase):
         client.stdin.flush()
         second = json.loads(client.stdout.readline() or "null")
         self.assertIsNotNone(second, "the Python client failed (its stderr is above)")
-        self.assertEqual(client.wait(30), 0)
+        self.assertEqual(client.wait(scaled(30)), 0)
         after = self.all_shards()
         print(f"\nfourth host: first run {first['seconds']:.1f} s, h4 named "
               f"{added_at:.1f} s after the first call, second run at "

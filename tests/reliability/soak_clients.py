@@ -29,6 +29,7 @@ from pricer_client import Client  # noqa: E402
 from pricer_client._calls import prepare_price  # noqa: E402
 from pricer_client._requests import statistics_selection  # noqa: E402
 from pricerd_process import rss_bytes  # noqa: E402
+from binaries import scaled  # noqa: E402  (tests/binaries.py, on sys.path through pricerd_process)
 
 MIB = 1 << 20
 
@@ -76,11 +77,11 @@ def stream_price(stub, job, *, chunk_columns=0, pause=0.0, cancel_after_replies=
     Python client's own Results. `pause`: seconds of sleep after each chunk
     (a slow reader). The call is cancelled once `cancel_after_replies`
     replies have been read (0: before any) or `cancel_after_seconds` after
-    it starts."""
+    it starts. `timeout`: the call's deadline, scaled."""
     call_plan = prepared(job)
     request, results = call_plan.request, call_plan.results
     request.output.chunk_columns = chunk_columns
-    call = stub.Price(request, timeout=timeout)
+    call = stub.Price(request, timeout=scaled(timeout))
     timer = None
     if cancel_after_seconds is not None:
         timer = threading.Timer(cancel_after_seconds, call.cancel)
@@ -229,8 +230,9 @@ def check_devices(reply):
 
 def wait_until_idle(stub, timeout=20):
     """ListDevices until no job is queued, no chunk pending and no device
-    holds a byte; the last reply, for the caller to assert on."""
-    deadline = time.monotonic() + timeout
+    holds a byte, or `timeout` (scaled) has passed; the last reply, for the
+    caller to assert on."""
+    deadline = time.monotonic() + scaled(timeout)
     while True:
         reply = stub.ListDevices(pricer_pb2.ListDevicesRequest(), timeout=10)
         idle = reply.queued_jobs == 0 and reply.pending_bytes == 0 and \
@@ -249,7 +251,8 @@ def describe_devices(reply):
 def resting_rss(pid, stub, settle=2.0):
     """The server's RSS once it is idle and has trimmed its heap (0.5 s after
     the last call), in bytes: the lowest of a few readings over `settle`
-    seconds after the idle state, and that state."""
+    seconds (scaled) after the idle state, and that state."""
+    settle = scaled(settle)
     reply = wait_until_idle(stub)
     time.sleep(settle / 2)
     readings = []

@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_clients as soak  # noqa: E402  (puts tests/service on sys.path)
 import pricerd_process  # noqa: E402
+from binaries import scaled  # noqa: E402  (tests/binaries.py, on sys.path through pricerd_process)
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc  # noqa: E402
 from pricer_client import Client  # noqa: E402
 
@@ -217,7 +218,7 @@ def client_price(kind):
     """The same job through pricer_client.Client.price."""
     def operation(run, worker):
         seed = worker.rng.choice(SEEDS)
-        run.compare(kind, seed, worker.client.price(**JOBS[seed][kind], timeout=120))
+        run.compare(kind, seed, worker.client.price(**JOBS[seed][kind], timeout=scaled(120)))
     return operation
 
 
@@ -235,14 +236,14 @@ def upload(run, worker):
     a = np.random.default_rng(rng.getrandbits(64)).uniform(
         0, 1, size=(8, rng.randint(1, 64))).astype(np.float32)
     chunk = pricer_pb2.ScenarioChunk(rows=8, columns=a.shape[1], values=a.tobytes(order="F"))
-    reply = worker.stub.UploadScenarios(iter([chunk]), timeout=60)
+    reply = worker.stub.UploadScenarios(iter([chunk]), timeout=scaled(60))
     expected = pricer_pb2.ScenarioSet(id=Client.scenario_set_id(a), rows=8, columns=a.shape[1],
                                       bytes=a.nbytes, existed=False)
     if reply != expected:
         raise AssertionError("upload of 8 x %d: %s, not %s" % (a.shape[1], reply, expected))
     spot = market(8)["spot"]
     priced = worker.client.price(**market(8), paths=100, scenario_set=reply.id,
-                                 statistics=["mean"], timeout=60)
+                                 statistics=["mean"], timeout=scaled(60))
     if not np.allclose(priced.statistics["v0"], a.astype(np.float64).T @ spot, rtol=1e-12, atol=0):
         raise AssertionError("the new set %s prices with the wrong v0" % reply.id)
 
@@ -268,7 +269,7 @@ def cancel(run, worker):
 
 
 def devices(run, worker):
-    reply = worker.stub.ListDevices(pricer_pb2.ListDevicesRequest(), timeout=10)
+    reply = worker.stub.ListDevices(pricer_pb2.ListDevicesRequest(), timeout=scaled(10))
     if len(reply.devices) != 2:
         raise AssertionError("%d devices listed" % len(reply.devices))
     soak.check_devices(reply)

@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_clients as soak  # noqa: E402  (puts tests/service on sys.path)
 import pricerd_process  # noqa: E402
+from binaries import scaled  # noqa: E402  (tests/binaries.py, on sys.path through pricerd_process)
 from pricer_client import Client, PricerError  # noqa: E402
 
 ISSUERS, COLUMNS = 64, 16_384  # 4 MiB sets
@@ -42,14 +43,14 @@ def price_by_id(server, set_id):
     """The fingerprint of the job priced by `set_id`, or the PricerError."""
     with Client(server.target) as client:
         try:
-            return soak.fingerprint(client.price(scenario_set=set_id, timeout=60, **job()))
+            return soak.fingerprint(client.price(scenario_set=set_id, timeout=scaled(60), **job()))
         except PricerError as error:
             return error
 
 
 def price_inline(server, matrix):
     with Client(server.target) as client:
-        return soak.fingerprint(client.price(scenarios=matrix, timeout=60, **job()))
+        return soak.fingerprint(client.price(scenarios=matrix, timeout=scaled(60), **job()))
 
 
 class StoreFaultsTestCase(pricerd_process.OperationsTestCase):
@@ -67,7 +68,7 @@ class StoreFaultsTestCase(pricerd_process.OperationsTestCase):
         path = os.path.join(self.directory(), "set.npy")
         np.save(path, matrix)
         done = subprocess.run([pricerd_process.ARGS.pricer, "upload", "--target", server.target,
-                               path], capture_output=True, text=True, timeout=60)
+                               path], capture_output=True, text=True, timeout=scaled(60))
         self.assertEqual(done.returncode, 0, done.stderr)
         return done.stdout.strip(), "already stored" in done.stderr
 
@@ -123,14 +124,14 @@ class KilledDuringUploadsTest(StoreFaultsTestCase):
         """The uploaders, once at least COMPLETED_BEFORE_KILL uploads have
         returned and the server was SIGKILLed with others in flight."""
         uploaders = [Uploader(server.target, 1000 * (k + 1)) for k in range(self.UPLOADERS)]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + scaled(60)
         while (sum(len(u.completed) for u in uploaders) < self.COMPLETED_BEFORE_KILL
                and time.monotonic() < deadline):
             time.sleep(0.01)
         server.signal(signal.SIGKILL)
-        server.proc.wait(10)
+        server.proc.wait(scaled(10))
         for uploader in uploaders:
-            uploader.join(30)
+            uploader.join(scaled(30))
             self.assertFalse(uploader.is_alive(), "an upload did not end after the kill")
             self.assertIsNotNone(uploader.error)
         return uploaders

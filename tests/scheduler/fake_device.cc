@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "server/backends/cpu/column_reducer.h"
 #include "server/scheduler/memory_account.h"
+#include "tests/time_scale.h"
 
 namespace pricer {
 namespace {
@@ -119,7 +120,7 @@ void FakeDeviceControl::Open() {
 
 bool FakeDeviceControl::AwaitArrivals(int64_t count) {
   std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, kGateTimeout, [&] { return arrivals_ >= count; });
+  return changed_.wait_for(lock, Scaled(kGateTimeout), [&] { return arrivals_ >= count; });
 }
 
 void FakeDeviceControl::FailShard(uint64_t seed, int64_t shard, absl::Status fault, int times) {
@@ -164,7 +165,8 @@ absl::Status FakeDeviceControl::EnterShard(const std::string& device, const JobS
   ++arrivals_;
   changed_.notify_all();
   int64_t& mine = device_permits_[device];
-  if (!changed_.wait_for(lock, kGateTimeout, [&] { return open_ || mine > 0 || permits_ > 0; })) {
+  if (!changed_.wait_for(lock, Scaled(kGateTimeout),
+                         [&] { return open_ || mine > 0 || permits_ > 0; })) {
     ++gate_timeouts_;
   } else if (!open_) {
     --(mine > 0 ? mine : permits_);

@@ -58,8 +58,9 @@ struct FakeJobStart {
 // What the test sets and sees, shared by the fake devices of one engine.
 class FakeDeviceControl {
  public:
-  // A shard that waits at the gate longer than this passes anyway (counted
-  // in gate_timeouts), so a failing test cannot hang the engine's shutdown.
+  // A shard that waits at the gate longer than this (times TimeScale())
+  // passes anyway (counted in gate_timeouts), so a failing test cannot hang
+  // the engine's shutdown.
   static constexpr std::chrono::seconds kGateTimeout{10};
 
   // The gate in RunShard (open at first): Hold stops the shards that arrive,
@@ -68,7 +69,7 @@ class FakeDeviceControl {
   void Hold();
   void Allow(int64_t shards, const std::string& device = "");
   void Open();
-  // Waits (up to kGateTimeout) until `count` RunShard calls in all have
+  // Waits (up to kGateTimeout, scaled) until `count` RunShard calls in all have
   // reached the gate, their shard memory allocated; false on timeout.
   bool AwaitArrivals(int64_t count);
 

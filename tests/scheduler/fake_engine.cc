@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/scheduler/shard_planner.h"
+#include "tests/time_scale.h"
 
 namespace pricer {
 namespace {
@@ -156,13 +157,14 @@ std::vector<Received> CollectAll(const std::vector<std::shared_ptr<Job>>& jobs,
                                  std::chrono::seconds timeout) {
   std::vector<Accumulator> accumulators;
   for (const auto& job : jobs) accumulators.emplace_back(*job);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::chrono::milliseconds limit = Scaled(timeout);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (true) {
     bool all = true;
     for (Accumulator& a : accumulators) all = a.Poll() && all;
     if (all) break;
     if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "the jobs did not finish in " << timeout.count() << " s";
+      ADD_FAILURE() << "the jobs did not finish in " << limit.count() << " ms";
       for (const auto& job : jobs) job->Cancel(absl::DeadlineExceededError("test timeout"));
       break;
     }
@@ -215,7 +217,7 @@ void ExpectExact(const Received& received, const JobSpec& spec) {
 }
 
 bool AwaitNoJobs(const Engine& engine) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(10));
   while (engine.Status().queued_jobs > 0) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(200));

@@ -64,7 +64,8 @@ struct Received {
 };
 
 // Pops the chunks of every job (releasing each as the reactor does) until
-// all are drained, or fails the test after `timeout` and cancels them.
+// all are drained, or fails the test after `timeout` (times TimeScale()) and
+// cancels them.
 std::vector<Received> CollectAll(const std::vector<std::shared_ptr<Job>>& jobs,
                                  std::chrono::seconds timeout = std::chrono::seconds(10));
 Received Collect(const std::shared_ptr<Job>& job);
@@ -73,8 +74,8 @@ Received Collect(const std::shared_ptr<Job>& job);
 // exactly what the fake computes for `spec`.
 void ExpectExact(const Received& received, const JobSpec& spec);
 
-// Waits (up to 10 s) until the engine holds no job: each one retired, its
-// device memory returned.
+// Waits (up to 10 s, times TimeScale()) until the engine holds no job: each
+// one retired, its device memory returned.
 bool AwaitNoJobs(const Engine& engine);
 
 // Expects no device to hold memory now, nor to have passed its budget.

@@ -15,6 +15,7 @@
 #include "server/scheduler/engine.h"
 #include "server/scheduler/shard_planner.h"
 #include "tests/scheduler/fake_engine.h"
+#include "tests/time_scale.h"
 
 namespace pricer {
 namespace {
@@ -113,7 +114,8 @@ TEST(SchedulerCancelTest, ADeadlinePassedDuringAShardStopsTheJobAfterIt) {
   FakeEngine fake = MakeFakeEngine({kFakeLargeBudget}, OneShardSlot());
   fake.control->Hold();
   JobSpec spec = FakeJob("a", 1, 5);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  // Long enough for the job to start and its shard to reach the gate first.
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::milliseconds(300));
   spec.deadline = deadline;
   auto job = Submitted(*fake.engine, spec);
   ASSERT_TRUE(job);

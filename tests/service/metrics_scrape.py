@@ -11,6 +11,8 @@ import time
 import urllib.parse
 import urllib.request
 
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
+
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
@@ -81,7 +83,7 @@ class Prometheus:
              "--web.listen-address=127.0.0.1:%d" % self.port],
             stdout=self.log, stderr=subprocess.STDOUT)
         ready = "http://127.0.0.1:%d/-/ready" % self.port
-        deadline = time.time() + 60
+        deadline = time.time() + scaled(60)
         while True:
             try:
                 with urllib.request.urlopen(ready, timeout=2) as r:
@@ -115,21 +117,23 @@ class Prometheus:
         return float(result[0]["value"][1])
 
     def wait_for_scrape_after(self, moment, timeout=30):
-        """Until Prometheus holds a sample of pricerd scraped after `moment`."""
+        """Until Prometheus holds a sample of pricerd scraped after `moment`
+        (fails after `timeout`, scaled)."""
+        timeout = scaled(timeout)
         deadline = time.time() + timeout
         while time.time() < deadline:
             result = self.query("timestamp(pricer_build_info)")
             if result and float(result[0]["value"][1]) > moment:
                 return
             time.sleep(0.25)
-        raise AssertionError("no scrape after the workload within %d s:\n%s" % (
+        raise AssertionError("no scrape after the workload within %.0f s:\n%s" % (
             timeout, self._output()))
 
     def stop(self):
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=scaled(20))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

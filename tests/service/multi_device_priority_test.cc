@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/service/multi_device_test_util.h"
 #include "tests/service/service_test_util.h"
+#include "tests/time_scale.h"
 
 namespace pricer::testing {
 namespace {
@@ -33,7 +34,7 @@ TEST(Priority, HighPriorityJobOvertakesALongLowPriorityJob) {
   Problem high = StatisticsProblem(/*issuers=*/20, /*paths=*/16384, /*columns=*/3072, 2);
   high.request.set_priority(10);
 
-  Call low_call(*stub, low.request, kCallTimeout, kTesterToken);
+  Call low_call(*stub, low.request, Scaled(kCallTimeout), kTesterToken);
   ASSERT_TRUE(low_call.Read());
   const v1::JobAccepted low_accepted = Accepted(low_call.replies());
   ASSERT_EQ(low_accepted.plan().shard_count(), 20);
@@ -43,7 +44,8 @@ TEST(Priority, HighPriorityJobOvertakesALongLowPriorityJob) {
     low_result = low_call.Finish();
     low_done = Clock::now();
   });
-  const PriceCall high_result = Call(*stub, high.request, kCallTimeout, kTesterToken).Finish();
+  const PriceCall high_result =
+      Call(*stub, high.request, Scaled(kCallTimeout), kTesterToken).Finish();
   const Clock::time_point high_done = Clock::now();
   low_reader.join();
 

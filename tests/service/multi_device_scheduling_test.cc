@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/service/multi_device_test_util.h"
 #include "tests/service/service_test_util.h"
+#include "tests/time_scale.h"
 
 namespace pricer::testing {
 namespace {
@@ -216,7 +217,8 @@ void ExpectStalledJobHeldAtItsBound(v1::Pricer::Stub& stub, int64_t max_pending_
                                     int64_t shard_output, int64_t shard_count, int other_jobs) {
   v1::ListDevicesReply devices = ListDevices(stub);
   const Clock::time_point start = Clock::now();
-  while (devices.pending_bytes() + shard_output <= max_pending_bytes && SecondsSince(start) < 10) {
+  while (devices.pending_bytes() + shard_output <= max_pending_bytes &&
+         SecondsSince(start) < 10 * TimeScale()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     devices = ListDevices(stub);
   }

@@ -211,15 +211,16 @@ void ExpectScheduleAccounted(const ServedRun& run, const std::vector<int64_t>& b
 }
 
 double SecondsUntilIdle(v1::Pricer::Stub& stub, double limit) {
+  const double scaled_limit = limit * TimeScale();
   const Clock::time_point start = Clock::now();
-  while (SecondsSince(start) < limit) {
+  while (SecondsSince(start) < scaled_limit) {
     const v1::ListDevicesReply reply = ListDevices(stub);
     bool idle = reply.queued_jobs() == 0;
     for (const v1::DeviceInfo& device : reply.devices()) idle = idle && device.bytes_in_use() == 0;
     if (idle) return SecondsSince(start);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return limit;
+  return scaled_limit;
 }
 
 int64_t ShardsDone(const v1::ListDevicesReply& reply) {

@@ -18,12 +18,19 @@
 #include "pricer/v1/pricer.grpc.pb.h"
 #include "server/service/pricer_server.h"
 #include "tests/service/service_test_util.h"
+#include "tests/time_scale.h"
 
 namespace pricer::testing {
 
-// Every call ends within this, so a scheduling bug fails a test instead of
-// hanging it.
+// Every call ends within this (times TimeScale()), so a scheduling bug fails
+// a test instead of hanging it.
 inline constexpr std::chrono::seconds kCallTimeout(60);
+
+// How soon a server is idle again once its jobs have ended (failed,
+// cancelled, past their deadline, or their hung shard let go), in seconds
+// before TimeScale(): the running shards end at their boundary and give
+// their memory back, tens of milliseconds of work.
+inline constexpr double kIdleWithinSeconds = 1.0;
 
 // What a cpu device holds for a job (ST, P x N float32) and per running shard
 // (an A block N x w and an SC block P x w, float32): the contract of
@@ -37,7 +44,7 @@ constexpr int64_t ShardBytes(int64_t issuers, int64_t paths, int64_t width) {
 class Call {
  public:
   Call(v1::Pricer::Stub& stub, const v1::PriceRequest& request,
-       std::chrono::milliseconds timeout = kCallTimeout, const std::string& token = "") {
+       std::chrono::milliseconds timeout = Scaled(kCallTimeout), const std::string& token = "") {
     context_.set_deadline(std::chrono::system_clock::now() + timeout);
     AddToken(&context_, token);
     reader_ = stub.Price(&context_, request);
@@ -153,7 +160,8 @@ bool AnyOverlap(const std::vector<ShardInterval>& intervals);
 void ExpectScheduleAccounted(const ServedRun& run, const std::vector<int64_t>& budgets);
 
 // Polls ListDevices until no device holds memory and no job is queued;
-// returns the seconds it took (`limit` when it never happened).
+// returns the seconds it took (`limit` times TimeScale() when it never
+// happened).
 double SecondsUntilIdle(v1::Pricer::Stub& stub, double limit = 5.0);
 
 int64_t ShardsDone(const v1::ListDevicesReply& reply);

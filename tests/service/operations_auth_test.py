@@ -13,6 +13,7 @@ from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 import pricer_client
 
 import pricerd_process
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from metrics_scrape import Samples, scrape
 from pricer_calls import OK, call_status, price, small_request
 from pricerd_process import OperationsTestCase, bearer, run_pricerd, write_tokens
@@ -117,8 +118,9 @@ class TokenTest(OperationsTestCase):
         self.assertEqual(health_check(channel, ""), (OK, SERVING))
         self.assertIn("pricer.v1.Pricer", listed_services(channel))
 
-        # The calls are counted per client named in the tokens file.
-        time.sleep(0.3)
+        # The calls are counted per client named in the tokens file (a call's
+        # counters may be updated just after its status reached us).
+        time.sleep(scaled(0.3))
         s = Samples(scrape(server))
         calls = "pricer_client_calls_total"
         self.assertEqual(s.total(calls, client="alice", method="ListDevices"), 2)

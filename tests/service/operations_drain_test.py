@@ -11,6 +11,7 @@ import numpy as np
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 
 import pricerd_process
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from pricer_calls import OK, CallReader, call_status, long_request, price, price_request, \
     small_request
 from pricerd_process import CRASH_CODES, OperationsTestCase
@@ -32,7 +33,8 @@ class DrainTest(OperationsTestCase):
             reference[chunk.column_begin:chunk.column_end] = np.frombuffer(
                 chunk.values, dtype="<f4").reshape(-1, self.PATHS)
 
-        call = CallReader(self.stub(reference_server).Price(request, timeout=120), on_chunk=keep)
+        call = CallReader(self.stub(reference_server).Price(request, timeout=scaled(120)),
+                          on_chunk=keep)
         self.assertCall(call.finish(), OK)
         reference_server.stop()
 
@@ -51,7 +53,7 @@ class DrainTest(OperationsTestCase):
                 mismatched.append((chunk.column_begin, chunk.column_end))
             delivered[chunk.column_begin:chunk.column_end] += 1
 
-        reader = CallReader(stub.Price(request, timeout=120), on_chunk=check)
+        reader = CallReader(stub.Price(request, timeout=scaled(120)), on_chunk=check)
         reader.wait_accepted(self)
         time.sleep(0.5)
         server.signal(signal.SIGTERM)
@@ -75,21 +77,21 @@ class DrainTest(OperationsTestCase):
         self.assertEqual(mismatched, [])
         self.assertEqual(np.unique(delivered).tolist(), [1], "every column exactly once")
         self.assertEqual(reader.replies[-1].WhichOneof("kind"), "finished")
-        self.assertEqual(server.proc.wait(timeout=30), 0, server.output()[-4000:])
-        self.assertLess(time.time() - signalled, 30)
+        self.assertEqual(server.proc.wait(timeout=scaled(30)), 0, server.output()[-4000:])
+        self.assertLess(time.time() - signalled, scaled(30))
 
     def test_drain_seconds_cut_a_long_call(self):
         server = self.start_server("--drain-seconds", "1")
-        reader = CallReader(self.stub(server).Price(long_request(), timeout=120),
+        reader = CallReader(self.stub(server).Price(long_request(), timeout=scaled(120)),
                             on_chunk=lambda chunk: None)
         reader.wait_accepted(self)
         time.sleep(0.5)
         server.signal(signal.SIGINT)
         signalled = time.time()
-        code = server.proc.wait(timeout=15)
+        code = server.proc.wait(timeout=scaled(15))
         exited = time.time() - signalled
         self.assertEqual(code, 0, server.output()[-4000:])
-        self.assertLess(exited, 1 + 3)
+        self.assertLess(exited, 1 + scaled(3))  # --drain-seconds and a margin to exit
         reader.finish(10)
         self.assertCall(reader, grpc.StatusCode.UNAVAILABLE)
         # The job ran on through the drain, and was cut only at its end.
@@ -98,7 +100,7 @@ class DrainTest(OperationsTestCase):
 
     def test_second_signal_exits_at_once(self):
         server = self.start_server()
-        reader = CallReader(self.stub(server).Price(long_request(), timeout=120),
+        reader = CallReader(self.stub(server).Price(long_request(), timeout=scaled(120)),
                             on_chunk=lambda chunk: None)
         reader.wait_accepted(self)
         server.signal(signal.SIGTERM)
@@ -106,8 +108,8 @@ class DrainTest(OperationsTestCase):
         self.assertIsNone(server.proc.poll(), "pricerd should still be draining")
         server.signal(signal.SIGTERM)
         signalled = time.time()
-        code = server.proc.wait(timeout=10)
-        self.assertLess(time.time() - signalled, 3)
+        code = server.proc.wait(timeout=scaled(10))
+        self.assertLess(time.time() - signalled, scaled(3))  # not the drain's 30 s
         self.assertNotEqual(code, 0)
         self.assertNotIn(code, CRASH_CODES, server.output()[-4000:])
         reader.finish(30)
@@ -117,7 +119,7 @@ class DrainTest(OperationsTestCase):
     def test_sighup_reloads_nothing_and_keeps_serving(self):
         server = self.start_server()
         server.signal(signal.SIGHUP)
-        deadline = time.time() + 10
+        deadline = time.time() + scaled(10)
         while "SIGHUP: nothing is reloaded" not in server.output():
             self.assertLess(time.time(), deadline, server.output()[-2000:])
             time.sleep(0.05)

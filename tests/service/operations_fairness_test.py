@@ -9,6 +9,7 @@ import grpc
 from pricer_client._proto import pricer_pb2
 
 import pricerd_process
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from pricer_calls import OK, CallReader, long_request, price, price_request, small_request
 from pricerd_process import OperationsTestCase, bearer, write_tokens
 
@@ -22,7 +23,7 @@ class FairnessTest(OperationsTestCase):
     def start_jobs(self, stub, metadata, count, request):
         """`count` concurrent Price calls, each read on its own thread; waits
         until each is accepted and cancels them all at cleanup."""
-        readers = [CallReader(stub.Price(request, metadata=metadata, timeout=300),
+        readers = [CallReader(stub.Price(request, metadata=metadata, timeout=scaled(300)),
                               on_chunk=lambda chunk: None) for _ in range(count)]
         self.addCleanup(lambda: [r.call.cancel() for r in readers])
         for reader in readers:
@@ -35,7 +36,7 @@ class FairnessTest(OperationsTestCase):
         for reader in readers:
             reader.finish(30)
             self.assertEqual(reader.code, grpc.StatusCode.CANCELLED, reader.details)
-        deadline = time.time() + 20
+        deadline = time.time() + scaled(20)
         while stub.ListDevices(pricer_pb2.ListDevicesRequest(), metadata=metadata,
                                timeout=10).queued_jobs != 0:
             self.assertLess(time.time(), deadline, "cancelled jobs still queued")
@@ -48,7 +49,8 @@ class FairnessTest(OperationsTestCase):
         stub_b.ListDevices(pricer_pb2.ListDevicesRequest(), metadata=auth["bob"], timeout=10)
         # 119 shards of 8448 columns, ~60 ms of one core each: ~4 s per job
         # alone. Taking turns by job, bob's one shard would wait for up to 63
-        # of them (~2 s on two cores); by client, for one.
+        # of them (~2 s on two cores); by client, for one. A slow machine
+        # stretches both alike: the bound between them, 0.5 s, is scaled.
         a_jobs = self.start_jobs(stub_a, auth["alice"], 63, price_request(100, 2000, 1_000_000))
         self.assertGreaterEqual(a_jobs[0].accepted.plan.shard_count, 100)
         time.sleep(0.3)
@@ -60,7 +62,8 @@ class FairnessTest(OperationsTestCase):
             self.assertCall(b, OK)
             self.assertEqual(len(b.finished()), 1)
             self.assertEqual([r.code for r in a_jobs], [None] * 63, "A's jobs ended first")
-            self.assertLess(seconds, 0.5, "bob's job %d of one shard next to alice's 63" % attempt)
+            self.assertLess(seconds, scaled(0.5),
+                            "bob's job %d of one shard next to alice's 63" % attempt)
         self.cancel_and_wait_idle(stub_a, auth["alice"], a_jobs)
 
     def test_jobs_per_client_quota(self):

@@ -13,6 +13,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from pricer_client._proto import pricer_pb2
 
 import pricerd_process
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from pricer_calls import OK, CallReader, long_request
 from pricerd_process import OperationsTestCase
 from standard_services import (SERVING, health_check, health_watch, in_pool, listed_services,
@@ -34,19 +35,19 @@ class HealthTest(OperationsTestCase):
 
     def test_pricer_health_cli(self):
         help_text = subprocess.run([pricerd_process.ARGS.pricer, "health", "--help"],
-                                   capture_output=True, text=True, timeout=30)
+                                   capture_output=True, text=True, timeout=scaled(30))
         if help_text.returncode != 0 or not re.search(r"Usage: \S+ health", help_text.stdout):
             self.skipTest("`pricer health` is not in this pricer build:\n" + help_text.stdout[:300])
 
         def health(target):
             return subprocess.run([pricerd_process.ARGS.pricer, "health", "--target", target],
-                                  capture_output=True, text=True, timeout=60)
+                                  capture_output=True, text=True, timeout=scaled(60))
 
         server = self.start_server()
         proc = health(server.target)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         # Draining: NOT_SERVING, non-zero.
-        reader = CallReader(self.stub(server).Price(long_request(), timeout=60))
+        reader = CallReader(self.stub(server).Price(long_request(), timeout=scaled(60)))
         reader.wait_accepted(self)
         server.signal(signal.SIGTERM)
         time.sleep(0.3)
@@ -54,7 +55,7 @@ class HealthTest(OperationsTestCase):
         self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertIsNone(server.proc.poll(), "pricerd should still be draining")
         server.signal(signal.SIGTERM)
-        server.proc.wait(timeout=10)
+        server.proc.wait(timeout=scaled(10))
         reader.finish(30)
         # Nothing listens.
         proc = health(server.target)

@@ -11,6 +11,7 @@ import numpy as np
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc
 
 import pricerd_process
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from metrics_scrape import Prometheus, Samples, scrape
 from pricer_calls import OK, price, price_request
 from pricerd_process import OperationsTestCase, Server
@@ -50,10 +51,10 @@ class MetricsTest(OperationsTestCase):
         matrix = np.arange(cls.ISSUERS * 300, dtype="<f4") / 1000
         stub.UploadScenarios(iter([pricer_pb2.ScenarioChunk(rows=cls.ISSUERS, columns=300,
                                                             values=matrix.tobytes())]),
-                             timeout=30)
+                             timeout=scaled(30))
         # A call's counters may be updated just after its status reached us,
         # and a job's memory freed just after its end.
-        time.sleep(0.5)
+        time.sleep(scaled(0.5))
         stub.ListDevices(pricer_pb2.ListDevicesRequest(), timeout=10)
         cls.devices = stub.ListDevices(pricer_pb2.ListDevicesRequest(), timeout=10)
         channel.close()
@@ -124,10 +125,9 @@ class MetricsTest(OperationsTestCase):
         client_seconds = sum(c.ended_at - c.started_at for c in self.calls)
         total_seconds = s.total("pricer_job_duration_seconds_sum", phase="total")
         self.assertGreater(total_seconds, 0)
-        self.assertLessEqual(total_seconds, 3 * 60)
         # The server's clock starts when the call arrives, which may be a few
         # ms before the reader thread notes the time.
-        self.assertLess(total_seconds, client_seconds + 0.1)
+        self.assertLess(total_seconds, client_seconds + scaled(0.1))
         self.assertGreaterEqual(s.total("pricer_queue_wait_average_seconds"), 0)
         self.assertEqual(s.total("pricer_jobs", state="queued"), 0)
         self.assertEqual(s.total("pricer_jobs", state="running"), 0)

@@ -11,6 +11,7 @@ import time
 import grpc
 
 from pricerd_process import OperationsTestCase, main  # noqa: E402  (tests/service)
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from pricer_calls import CallReader, call_status
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SEED_PRESET
@@ -45,9 +46,10 @@ def seed_request(columns, *, paths=None, begin=0, end=0, target=None, max_paths=
 
 
 def read(stub, request, timeout=300):
-    """The replies of one call: (rounds, {column: (rows, met, statistics)}, finished)."""
+    """The replies of one call: (rounds, {column: (rows, met, statistics)}, finished);
+    its deadline `timeout`, scaled."""
     rounds, columns, finished = [], {}, None
-    for reply in stub.Price(request, timeout=timeout):
+    for reply in stub.Price(request, timeout=scaled(timeout)):
         kind = reply.WhichOneof("kind")
         if kind == "round":
             rounds.append(reply.round)
@@ -183,8 +185,8 @@ class StoppedRoundsTest(OperationsTestCase):
         server = self.start_server()
         stub = self.stub(server)
         reader = CallReader(stub.Price(seed_request(4_000, target=0.0005, max_paths=80_000),
-                                       timeout=300))
-        deadline = time.time() + 120
+                                       timeout=scaled(300)))
+        deadline = time.time() + scaled(120)
         while time.time() < deadline and not any(
                 r.WhichOneof("kind") == "round" and r.round.round >= 2 for r in reader.replies):
             time.sleep(0.01)
@@ -192,8 +194,10 @@ class StoppedRoundsTest(OperationsTestCase):
         reader.call.cancel()
         reader.finish(30)
         self.assertCall(reader, grpc.StatusCode.CANCELLED)
+        # Back once the running shard ends, well under a second (not timed on
+        # its own); bound 10 s, scaled.
         since = time.time()
-        while self.bytes_in_use(stub) > 0 and time.time() - since < 10:
+        while self.bytes_in_use(stub) > 0 and time.time() - since < scaled(10):
             time.sleep(0.01)
         self.assertEqual(self.bytes_in_use(stub), 0)
         self.assertRegex(server.output(), r"round 2 of job-1: 40000 paths")
@@ -201,8 +205,10 @@ class StoppedRoundsTest(OperationsTestCase):
 
     def test_a_deadline_ends_the_rounds(self):
         stub = self.stub(self.start_server())
+        # The first round starts within the deadline; the rounds up to 80,000
+        # paths take far longer.
         reader = CallReader(stub.Price(seed_request(4_000, target=0.0005, max_paths=80_000),
-                                       timeout=3))
+                                       timeout=scaled(3)))
         reader.finish(30)
         self.assertCall(reader, grpc.StatusCode.DEADLINE_EXCEEDED)
         self.assertTrue(any(r.WhichOneof("kind") == "round" for r in reader.replies))

@@ -1,13 +1,19 @@
 """Requests and calls of the operations tests (operations_*_test.py):
 PriceRequests of a known size and cost, the status of a unary call, and a
-Price stream read on its own thread."""
+Price stream read on its own thread. Its waits take seconds on an unloaded
+machine and scale them by PRICER_TEST_TIME_SCALE (tests/binaries.py)."""
 
+import os
+import sys
 import threading
 import time
 
 import grpc
 
 from pricer_client._proto import pricer_pb2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from binaries import scaled  # noqa: E402  (tests/binaries.py)
 
 OK = grpc.StatusCode.OK
 
@@ -93,17 +99,17 @@ class CallReader(threading.Thread):
             self._accepted_or_ended.set()
 
     def wait_accepted(self, test, timeout=60):
-        self._accepted_or_ended.wait(timeout)
+        self._accepted_or_ended.wait(scaled(timeout))
         test.assertIsNotNone(self.accepted,
                              "no `accepted` reply: %s %s" % (self.code, self.details))
         return self.accepted
 
     def finish(self, timeout=120):
-        self.join(timeout)
+        self.join(scaled(timeout))
         if self.is_alive():
             self.call.cancel()
-            self.join(10)
-            raise AssertionError("the Price call did not end within %d s" % timeout)
+            self.join(scaled(10))
+            raise AssertionError("the Price call did not end within %.0f s" % scaled(timeout))
         return self
 
     def finished(self):
@@ -111,5 +117,6 @@ class CallReader(threading.Thread):
 
 
 def price(stub, request, metadata=None, timeout=120):
-    """One Price call to its end."""
-    return CallReader(stub.Price(request, metadata=metadata, timeout=timeout)).finish(timeout + 10)
+    """One Price call to its end (its deadline `timeout`, scaled)."""
+    call = stub.Price(request, metadata=metadata, timeout=scaled(timeout))
+    return CallReader(call).finish(timeout + 10)

@@ -23,7 +23,7 @@ from pricer_client._proto import pricer_pb2_grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 
 ARGS = None  # the --pricerd and --pricer paths, once main() has read them
 METRICS_LINE = r"metrics on http://[^:]+:(\d+)/metrics"
@@ -58,6 +58,7 @@ class Server:
         self.target = "127.0.0.1:%d" % self.port
 
     def _wait_for(self, pattern, timeout=30):
+        timeout = scaled(timeout)
         deadline = time.time() + timeout
         while time.time() < deadline:
             m = re.search(pattern, self.output())
@@ -67,7 +68,7 @@ class Server:
                 raise RuntimeError("pricerd exited with %d: %s\n%s" % (
                     self.proc.returncode, " ".join(self.command), self.output()))
             time.sleep(0.05)
-        raise RuntimeError("pricerd printed no /%s/ in %d s:\n%s" % (
+        raise RuntimeError("pricerd printed no /%s/ in %.0f s:\n%s" % (
             pattern, timeout, self.output()))
 
     def output(self):
@@ -88,16 +89,16 @@ class Server:
             if self.proc.poll() is None:
                 self.proc.terminate()
                 try:
-                    self.proc.wait(timeout=15)
+                    self.proc.wait(timeout=scaled(15))
                 except subprocess.TimeoutExpired:
                     self.proc.terminate()
                     try:
-                        self.proc.wait(timeout=5)
+                        self.proc.wait(timeout=scaled(5))
                     except subprocess.TimeoutExpired:
                         self.proc.kill()
                         self.proc.wait()
-                    raise AssertionError("pricerd did not exit within 15 s of SIGTERM:\n" +
-                                         self.output()[-4000:])
+                    raise AssertionError("pricerd did not exit within %.0f s of SIGTERM:\n%s" % (
+                        scaled(15), self.output()[-4000:]))
                 if self.proc.returncode != 0:
                     raise AssertionError("pricerd exited with %d after SIGTERM:\n%s" % (
                         self.proc.returncode, self.output()[-4000:]))
@@ -118,12 +119,12 @@ def rss_bytes(pid):
 
 def run_pricerd(*flags, timeout=20, env=None):
     """pricerd expected to exit by itself (refused flags, --version): its
-    return code and output; a pricerd still running after `timeout` is killed
-    and reported as None."""
+    return code and output; a pricerd still running after `timeout` (scaled)
+    is killed and reported as None."""
     command = [ARGS.pricerd, *flags]
     try:
         proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=timeout, env=server_environment(env))
+                              timeout=scaled(timeout), env=server_environment(env))
     except subprocess.TimeoutExpired as e:
         out = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
         return None, out

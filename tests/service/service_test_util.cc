@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/time_scale.h"
 
 namespace pricer::testing {
 
@@ -62,7 +63,7 @@ std::string HealthOf(const PricerServer& server, const std::string& service) {
   auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.set_deadline(std::chrono::system_clock::now() + Scaled(std::chrono::seconds(10)));
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
   grpc::health::v1::HealthCheckResponse response;

@@ -12,6 +12,7 @@ import tempfile
 from google.protobuf import message_factory
 
 from pricer_calls import call_status
+from binaries import scaled  # tests/binaries.py, on sys.path through pricer_calls
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVING, NOT_SERVING = 1, 2  # grpc.health.v1.HealthCheckResponse.ServingStatus
@@ -77,10 +78,12 @@ def health_check(channel, service="", timeout=10):
 
 
 def health_watch(channel, service="", timeout=20):
+    """The Health/Watch stream, open for `timeout` seconds (scaled): it spans
+    a phase of the test, not one answer."""
     watch = channel.unary_stream("/grpc.health.v1.Health/Watch",
                                  request_serializer=encode_health_request,
                                  response_deserializer=decode_health_status)
-    return watch(service, timeout=timeout)
+    return watch(service, timeout=scaled(timeout))
 
 
 # ---- server reflection (grpc.reflection.v1alpha), from our own minimal .proto ----

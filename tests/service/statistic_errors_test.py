@@ -19,6 +19,7 @@ import grpc
 import numpy as np
 
 from pricerd_process import OperationsTestCase, main  # noqa: E402  (tests/service)
+from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from pricer_client._proto import pricer_pb2
 
 SPOT, SIGMA, RATE, MATURITY = 100.0, 0.25, 0.02, 1.0
@@ -61,7 +62,7 @@ def request(paths, seed, antithetic):
 
 def column(stub, paths, seed, antithetic):
     """{name: (estimate, lower, upper, standard error or None)} of the column."""
-    for reply in stub.Price(request(paths, seed, antithetic), timeout=60):
+    for reply in stub.Price(request(paths, seed, antithetic), timeout=scaled(60)):
         if reply.HasField("chunk"):
             c = reply.chunk.statistics
             return {"mean": (c.mean[0], None, None, c.mean_standard_error[0]),
@@ -121,7 +122,7 @@ class StatisticErrorsTest(OperationsTestCase):
     def test_without_errors_nothing_more_is_sent(self):
         plain = request(1000, 1, False)
         plain.output.statistics.errors = False
-        for reply in self.pricer.Price(plain, timeout=60):
+        for reply in self.pricer.Price(plain, timeout=scaled(60)):
             if reply.HasField("chunk"):
                 c = reply.chunk.statistics
                 self.assertEqual((len(c.mean_standard_error), len(c.stddev_standard_error)),
@@ -136,7 +137,7 @@ class StatisticErrorsTest(OperationsTestCase):
         wide.output.statistics.error_confidence = 0.999
         width = []
         for r in (narrow, wide):
-            for reply in self.pricer.Price(r, timeout=60):
+            for reply in self.pricer.Price(r, timeout=scaled(60)):
                 if reply.HasField("chunk"):
                     level = reply.chunk.statistics.var[0]
                     width.append(level.upper[0] - level.lower[0])
@@ -145,7 +146,7 @@ class StatisticErrorsTest(OperationsTestCase):
             r = request(100, 1, False)
             r.output.statistics.error_confidence = bad
             with self.assertRaises(grpc.RpcError) as refused:
-                list(self.pricer.Price(r, timeout=60))
+                list(self.pricer.Price(r, timeout=scaled(60)))
             self.assertEqual(refused.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
             self.assertIn("output.statistics.error_confidence", refused.exception.details())
             self.assertIn(("pricer-field", "output.statistics.error_confidence"),

@@ -19,6 +19,7 @@
 #include "server/scheduler/shard_planner.h"
 #include "tests/backends/cpu/cpu_engine_test_util.h"
 #include "tests/backends/cpu/engine_test_util.h"
+#include "tests/time_scale.h"
 
 namespace pricer {
 namespace {
@@ -51,14 +52,17 @@ TEST(CpuEngineTest, DeadlineStopsAJobAtAShardBoundaryAndFreesItsMemory) {
                           ScenarioMatrix::Generated(issuers, columns, 2, 0.0f, 1.0f),
                           Output(false, true, false), kColumnAlignment);
   const auto start = std::chrono::steady_clock::now();
-  spec.deadline = start + std::chrono::milliseconds(300);
+  const std::chrono::milliseconds deadline(300);
+  spec.deadline = start + deadline;
   absl::StatusOr<std::shared_ptr<Job>> submitted = engine->Submit(std::move(spec));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   const JobResult result = Collect(**submitted);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(result.status.code(), absl::StatusCode::kDeadlineExceeded) << result.status;
-  EXPECT_LT(seconds, 1.3);  // the deadline plus at most a shard or two
+  // The deadline plus a shard or two: the job's 400 shards take far longer.
+  // Measured: < 0.33 s (the whole test); bound 0.3 s + 1 s x TimeScale().
+  EXPECT_LT(seconds, std::chrono::duration<double>(deadline).count() + 1.0 * TimeScale());
   EXPECT_LT(engine->DeviceStatuses()[0].shards_done, 400);
   EXPECT_EQ(BytesInUseAfterASecond(*engine), 0);
 }
@@ -79,7 +83,7 @@ TEST(CpuEngineTest, CancelStopsAJobWhoseReaderStalledAndFreesItsMemory) {
   ASSERT_EQ(job.plan().shard_count, 100);
 
   // Read one chunk, never release it, then stop reading.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(30));
   std::optional<ResultChunk> first;
   while (!(first = job.results().Pop()) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -91,7 +95,8 @@ TEST(CpuEngineTest, CancelStopsAJobWhoseReaderStalledAndFreesItsMemory) {
 
   job.Cancel(absl::CancelledError("the client stopped reading"));
   absl::Status status;
-  const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  // Drained in < 0.47 s (the whole test less its sleep, measured); bound 1 s x TimeScale().
+  const auto drain_deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(1));
   bool drained = false;
   while (!(drained = job.results().Drained(&status)) &&
          std::chrono::steady_clock::now() < drain_deadline) {

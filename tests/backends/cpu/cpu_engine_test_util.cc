@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "server/model/counter_rng.h"
+#include "tests/time_scale.h"
 
 namespace pricer {
 namespace {
@@ -33,7 +34,7 @@ Market SpreadMarket(int64_t issuers) {
 }
 
 int64_t BytesInUseAfterASecond(const Engine& engine, size_t device) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const auto deadline = std::chrono::steady_clock::now() + Scaled(std::chrono::seconds(1));
   while (engine.DeviceStatuses()[device].bytes_in_use != 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

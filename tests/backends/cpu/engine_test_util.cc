@@ -13,6 +13,7 @@
 #include "server/scheduler/result_stream.h"
 #include "server/scheduler/shard_planner.h"
 #include "tests/model/statistics_reference.h"
+#include "tests/time_scale.h"
 
 namespace pricer {
 namespace {
@@ -188,13 +189,14 @@ JobResult Collect(Job& job, std::chrono::seconds timeout) {
   const JobSpec& spec = job.spec();
   Tally tally;
   JobResult result = EmptyResult(spec, &tally);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::chrono::milliseconds limit = Scaled(timeout);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (true) {
     std::optional<ResultChunk> chunk = job.results().Pop();
     if (!chunk) {
       if (job.results().Drained(&result.status)) break;
       if (std::chrono::steady_clock::now() > deadline) {
-        ADD_FAILURE() << "job " << job.id() << " did not finish in " << timeout.count() << " s";
+        ADD_FAILURE() << "job " << job.id() << " did not finish in " << limit.count() << " ms";
         job.Cancel(absl::DeadlineExceededError("test timeout"));
         return result;
       }

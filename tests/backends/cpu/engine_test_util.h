@@ -56,7 +56,8 @@ struct JobResult {
 
 // Pops every chunk of `job` until its stream is drained, releasing each one
 // as the reactor does, and checks each chunk's shape and that the chunks
-// tile the requested columns and issuers exactly once.
+// tile the requested columns and issuers exactly once. Fails the test and
+// cancels the job after `timeout` (times TimeScale()).
 JobResult Collect(Job& job, std::chrono::seconds timeout = std::chrono::seconds(60));
 
 // Submits `spec` (expecting it to be admitted) and collects its result.
