@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite under the sanitizers (gcc, CPU only, no benchmarks):
 #
-#   asan: ${ASAN_BUILD_DIR:-build-asan}, -O1 -g with AddressSanitizer,
+#   asan: ${ASAN_BUILD_DIR:-build-asan}, -O1 -g1 with AddressSanitizer,
 #         LeakSanitizer and UndefinedBehaviorSanitizer (any UB is fatal);
 #         everything is built and the whole ctest suite runs, pricerd and the
 #         CLI of the Python tests included (they find the binaries through
@@ -14,7 +14,7 @@
 #         the pip package test (client_python_package_test), which installs
 #         the pure-Python client into venvs and runs no binary of ours but
 #         the ones it compares against.
-#   tsan: ${TSAN_BUILD_DIR:-build-tsan}, -O1 -g with ThreadSanitizer; only the
+#   tsan: ${TSAN_BUILD_DIR:-build-tsan}, -O1 -g1 with ThreadSanitizer; only the
 #         C++ tests of the scheduler, the service and the cpu backend are built
 #         and run (the threaded code), OpenMP teams of one thread.
 #
@@ -51,11 +51,14 @@ timed() {
   return $rc
 }
 
+# -g1: line tables only, all that the reports' stack traces print (file,
+# line, function); full debug information made the ASan compile of
+# price_reactor.cc 16.4 s instead of 12.0 and its object 9.9 MB instead of 4.4.
 configure() {
   local dir=$1 flags=$2 link_flags=$3
   shift 3
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER=g++ "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g -DNDEBUG" \
+    -DCMAKE_CXX_COMPILER=g++ "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     "-DCMAKE_CXX_FLAGS=-fno-omit-frame-pointer $flags" \
     "-DCMAKE_EXE_LINKER_FLAGS=$link_flags" "-DCMAKE_SHARED_LINKER_FLAGS=$link_flags" \
     -DPRICER_CUDA=OFF -DPRICER_BUILD_BENCHMARKS=OFF -DPRICER_BUILD_TESTS=ON "$@" > /dev/null
@@ -113,7 +116,7 @@ tsan_build() {
   # carries its source's hash, so that a change relinks the binaries.
   mkdir -p "$tsan_dir" && rm -f "$tsan_dir"/absl_mutex_tsan-*.o || return
   shim=$(cd "$tsan_dir" && pwd)/absl_mutex_tsan-$(sha256sum < "$supp/absl_mutex_tsan.cc" | cut -c1-12).o
-  g++ -std=c++20 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -c "$supp/absl_mutex_tsan.cc" \
+  g++ -std=c++20 -O1 -g1 -fsanitize=thread -Wall -Wextra -Werror -c "$supp/absl_mutex_tsan.cc" \
     -o "$shim" || return
   absl_lib=$(g++ -print-file-name=libabsl_synchronization.so)
   exported=$(nm -D --defined-only "$absl_lib") || return
