@@ -35,6 +35,12 @@ absl::Status UploadAssembler::Start(const v1::ScenarioChunk& chunk) {
   return absl::OkStatus();
 }
 
+void UploadAssembler::Drop() {
+  std::vector<float>().swap(values_);
+  budget_.Release(reserved_);
+  reserved_ = 0;
+}
+
 absl::Status UploadAssembler::Add(const v1::ScenarioChunk& chunk) {
   if (rows_ == 0) {
     RETURN_IF_ERROR(Start(chunk));

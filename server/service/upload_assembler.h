@@ -38,6 +38,11 @@ class UploadAssembler {
   int64_t received() const { return received_; }
   // The matrix (column-major), once Complete() is OK.
   std::vector<float> TakeValues() { return std::move(values_); }
+  // Frees what arrived and gives the reservation back now, not when the
+  // assembler goes: the upload reactor drops it before it finishes the call,
+  // so a client that sends the upload again once told it ended finds the
+  // budget as it was. rows(), columns() and received() stay.
+  void Drop();
 
  private:
   absl::Status Start(const v1::ScenarioChunk& chunk);

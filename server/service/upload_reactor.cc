@@ -96,11 +96,15 @@ class UploadReactor final : public grpc::ServerReadReactor<v1::ScenarioChunk> {
     if (MarkFinished(status)) Finish(ToGrpcStatus(status));
   }
 
-  // False when the call is already finished.
+  // False when the call is already finished. The upload's memory and
+  // reservation go before the client hears the status (OnDone, which deletes
+  // the reactor, comes after): an upload sent again at once is not refused
+  // for the bytes of the one that just ended.
   bool MarkFinished(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(finish_mu_) {
     if (finished_) return false;
     finished_ = true;
     call_.code = ToGrpcCode(status.code());
+    matrix_.Drop();
     return true;
   }
 
