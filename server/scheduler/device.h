@@ -63,7 +63,7 @@ class Device {
   // budget.
   virtual AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const = 0;
   int64_t ResidentBytes(const JobSpec& spec) const {
-    return Allocations(spec, ColumnGrid(spec)).resident_bytes();
+    return Allocations(spec, kColumnAlignment).resident_bytes();
   }
   int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
     return Allocations(spec, shard_columns).shard_bytes();

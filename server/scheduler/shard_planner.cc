@@ -13,16 +13,6 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 }  // namespace
 
-int64_t ColumnGrid(const JobSpec& spec) {
-  constexpr int64_t kWide = 4 * kColumnAlignment;
-  const int64_t issuers = spec.market.issuers();
-  const int64_t st_bytes = spec.paths * issuers * static_cast<int64_t>(sizeof(float));
-  const int64_t wide_block_bytes =
-      (spec.paths + issuers) * kWide * static_cast<int64_t>(sizeof(float));
-  const bool wide = st_bytes > (int64_t{8} << 20) && wide_block_bytes <= (int64_t{64} << 20);
-  return wide ? kWide : kColumnAlignment;
-}
-
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t columns) {
   int64_t per_column = 0;
   if (output.full) per_column += paths * static_cast<int64_t>(sizeof(float));
@@ -33,9 +23,9 @@ int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t 
 ShardPlan PlanShards(const JobSpec& spec) {
   ShardPlan plan;
   const int64_t columns = spec.column_end - spec.column_begin;
-  const int64_t grid = ColumnGrid(spec);
-  plan.gemm_begin = RoundDown(spec.column_begin, grid);
-  plan.gemm_end = std::min(spec.scenarios.columns(), RoundUp(spec.column_end, grid));
+  constexpr int64_t a = kColumnAlignment;
+  plan.gemm_begin = RoundDown(spec.column_begin, a);
+  plan.gemm_end = std::min(spec.scenarios.columns(), RoundUp(spec.column_end, a));
 
   plan.issuers_per_chunk = std::max<int64_t>(
       1, kMaxChunkPayloadBytes / (spec.paths * static_cast<int64_t>(sizeof(float))));
@@ -50,8 +40,8 @@ ShardPlan PlanShards(const JobSpec& spec) {
   if (width <= 0) {
     width = kTargetShardBytes / (spec.paths * static_cast<int64_t>(sizeof(float)));
   }
-  width = std::max(grid, RoundUp(width, grid));
-  width = std::min(width, RoundUp(plan.gemm_end - plan.gemm_begin, grid));
+  width = std::max(a, RoundUp(width, a));
+  width = std::min(width, RoundUp(plan.gemm_end - plan.gemm_begin, a));
   return WithShardColumns(plan, width);
 }
 
@@ -83,16 +73,10 @@ Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {
 
 namespace {
 
-bool FitsEveryDevice(const JobSpec& spec, const std::vector<PlannerDevice>& devices,
-                     int64_t width) {
-  for (const PlannerDevice& d : devices) {
-    const Device& device = *d.device;
-    if (d.lost.empty() &&
-        device.ResidentBytes(spec) + device.ShardBytes(spec, width) > device.memory().budget()) {
-      return false;
-    }
-  }
-  return true;
+// ST and one shard `width` columns wide within `d`'s per-job limit.
+bool Fits(const JobSpec& spec, const PlannerDevice& d, int64_t width) {
+  return d.lost.empty() &&
+         d.device->ResidentBytes(spec) + d.device->ShardBytes(spec, width) <= d.job_budget;
 }
 
 // A lost device's plan has its bytes and no shards.
@@ -146,12 +130,19 @@ absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec,
                   [](const PlannerDevice& d) { return !d.lost.empty(); })) {
     return absl::UnavailableError(absl::StrCat("no device can take work: ", lost));
   }
-  // Narrower shards need less memory; the narrowest is one column block.
+  // Narrower shards need less memory. The devices the narrowest shard fits
+  // decide the width (a device the job fits nowhere must not narrow it for
+  // the others); when it fits none, the refusal names the narrowest shard.
   if (plan->shard_count > 0) {
-    const int64_t grid = ColumnGrid(spec);
-    int64_t width = plan->shard_columns;
-    while (!FitsEveryDevice(spec, devices, width) && width > grid) {
-      width = std::max(grid, RoundDown(width / 2, grid));
+    std::vector<const PlannerDevice*> targets;
+    for (const PlannerDevice& d : devices) {
+      if (Fits(spec, d, kColumnAlignment)) targets.push_back(&d);
+    }
+    int64_t width = targets.empty() ? kColumnAlignment : plan->shard_columns;
+    while (width > kColumnAlignment &&
+           !std::all_of(targets.begin(), targets.end(),
+                        [&](const PlannerDevice* d) { return Fits(spec, *d, width); })) {
+      width = std::max(kColumnAlignment, RoundDown(width / 2, kColumnAlignment));
     }
     *plan = WithShardColumns(*plan, width);
   }

@@ -12,27 +12,19 @@
 
 namespace pricer {
 
-// The unit of reproducibility. Shards start at multiples of a job's column
-// grid (ColumnGrid: this many columns of A or four times as many), the
-// column range they compute is widened to such multiples (at most M), and a
-// backend computes each block of A on a fixed grid (the cpu: one block of
-// the job's grid; cuda: 256-column blocks) as one GEMM call of that fixed
-// shape. A BLAS call's rounding depends on its shape and threading (OpenBLAS
-// splits columns between threads at points that depend on the call's width),
-// so fixing the call makes every column's value independent of the shard
-// width, the requested column range, the number of devices and the threads
-// per device. The extra columns are computed and dropped: at most 2 * (grid
-// - 1) per request.
+// The unit of reproducibility. Shards start at multiples of
+// kColumnAlignment columns of A, the column range they compute is widened to
+// such multiples (at most M), and a backend computes each aligned block of
+// kColumnAlignment columns as one GEMM call of a fixed shape (the cpu: rows
+// split by P and N only; cuda: one cuBLAS call per block). A BLAS call's
+// rounding depends on its shape (OpenBLAS's Haswell kernels round a column
+// differently by where it falls in the call's tiles: 1,024-column calls and
+// 256-column calls differ in 2.3% of the elements at P = 10,000, N = 500), so
+// fixing the call makes every column's value independent of the shard width,
+// and so of the budget that chose it, of the requested column range, the
+// number of devices and the threads per device. The extra columns are
+// computed and dropped: at most 2 * (kColumnAlignment - 1) per request.
 inline constexpr int64_t kColumnAlignment = 256;
-
-// The column grid of `spec`: 1,024 columns when ST is over 8 MiB (P x N
-// floats) and a 1,024-column block of SC and A at most 64 MiB (P + N <=
-// 16,384, so the narrowest shard grows by 48 MiB at most), else
-// kColumnAlignment. OpenBLAS packs all of ST once per call: from memory that
-// cost 5% of the GEMM time in 256-column calls at P = 10,000, N = 500, and
-// nothing measurable while ST stays in cache (docs/architecture.md). A
-// function of P and N only, so a job's grid never depends on how it is split.
-int64_t ColumnGrid(const JobSpec& spec);
 
 // Every reply payload stays below this, leaving room for the message framing
 // under gRPC's default 4 MiB receive limit.
@@ -96,10 +88,12 @@ struct PlannerDevice {
   int64_t job_budget = 0;
 };
 
-// Narrows `plan`'s shards until one shard and the resident state fit every
-// usable device (down to one column block), then plans each device: how many
-// shards of the job it runs at once (its budget, `max_shards_in_flight` and
-// the device's own limit). RESOURCE_EXHAUSTED naming the bytes when the job
+// Narrows `plan`'s shards, halving the width down to kColumnAlignment at
+// the least, until ST and one shard fit the per-job limit (job_budget) of
+// every usable device on which the narrowest shard fits, then plans each
+// device: how many shards of the job it runs at once (its job budget,
+// `max_shards_in_flight` and the device's own limit). RESOURCE_EXHAUSTED
+// naming the narrowest shard's bytes and the limit they break when the job
 // fits no device; UNAVAILABLE when every device is lost.
 absl::StatusOr<std::vector<DevicePlan>> PlanDevices(const JobSpec& spec,
                                                     const std::vector<PlannerDevice>& devices,

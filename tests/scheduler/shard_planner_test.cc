@@ -1,11 +1,16 @@
 #include "server/scheduler/shard_planner.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/backends/cpu/cpu_device.h"
 
 namespace pricer {
 namespace {
@@ -43,8 +48,7 @@ void ExpectShardsTileTheRange(const JobSpec& spec) {
                " P=" + std::to_string(spec.paths));
   const int64_t m = spec.scenarios.columns();
   const ShardPlan plan = PlanShards(spec);
-  const int64_t grid = ColumnGrid(spec);
-  EXPECT_EQ(grid % kColumnAlignment, 0);
+  const int64_t grid = kColumnAlignment;
   EXPECT_EQ(plan.gemm_begin, spec.column_begin / grid * grid);
   EXPECT_EQ(plan.gemm_end, std::min(m, RoundUpTo(spec.column_end, grid)));
   EXPECT_EQ(plan.shard_columns % grid, 0);
@@ -108,25 +112,12 @@ TEST(ShardPlannerTest, ShardsTileTheRequestedRangeExactly) {
     ExpectShardsTileTheRange(
         Spec(c.paths, 3, c.columns, c.begin, c.end, Output(true, true), c.shard_columns));
   }
-  // The seed example's shape: a 1024-column grid.
+  // The seed example's shape.
   for (const Case& c : {Case{100000, 0, 100000, 0, 10000}, Case{5000, 1500, 2100, 0, 10000},
                         Case{5000, 300, 4000, 256, 10000}, Case{5000, 300, 4000, 3000, 10000}}) {
     ExpectShardsTileTheRange(
         Spec(c.paths, 500, c.columns, c.begin, c.end, Output(true, true), c.shard_columns));
   }
-}
-
-TEST(ShardPlannerTest, TheWideGridNeedsALargeSTAndASmallBlock) {
-  auto grid = [](int64_t paths, int64_t issuers) {
-    return ColumnGrid(Spec(paths, issuers, 10, 0, 10, Output(false, true)));
-  };
-  EXPECT_EQ(grid(10000, 500), 1024);  // ST 20 MB, a wide block 43 MB
-  EXPECT_EQ(grid(2100, 1000), 1024);  // ST just over 8 MiB
-  EXPECT_EQ(grid(2000, 1000), 256);   // ST 8 MB, under 8 MiB: it stays in cache
-  EXPECT_EQ(grid(3000, 50), 256);
-  EXPECT_EQ(grid(20000, 500), 256);   // a wide block of 84 MB: over 64 MiB
-  EXPECT_EQ(grid(1000, 20000), 256);  // A's block alone is 82 MB
-  EXPECT_EQ(grid(1000000, 10), 256);
 }
 
 TEST(ShardPlannerTest, ChunkPayloadBytesIsTheSumOfWhatIsSent) {
@@ -223,6 +214,145 @@ TEST(ShardPlannerTest, TerminalPricesOnlyHasNoShards) {
   EXPECT_EQ(plan.shard_count, 0);
   EXPECT_GE(plan.issuers_per_chunk, 1);
   EXPECT_LE(plan.issuers_per_chunk * 10000 * 4, kMaxChunkPayloadBytes);
+}
+
+// The bytes a cpu device holds for an uncorrelated job of `paths` x
+// `issuers` and one shard `width` columns wide, from the backend's own
+// description (CpuJobBuffers): ST, the A block and the SC block, float32.
+int64_t CpuJobBytes(int64_t paths, int64_t issuers, int64_t width) {
+  return 4 * paths * issuers + 4 * (issuers + paths) * width;
+}
+
+struct PlanCase {
+  int64_t paths, issuers, columns, begin, end, budget;
+  double cap;  // the per-job cap, a fraction of each device's budget
+  int devices;
+  bool first_lost;
+};
+
+struct PlanOutcomes {
+  int plans = 0, refusals = 0, narrowed = 0;
+};
+
+// Plans `c` on cpu devices, each half the budget of the one before, and
+// checks the result against bytes computed here.
+void CheckPlan(const PlanCase& c, PlanOutcomes* outcomes) {
+  SCOPED_TRACE(absl::StrCat("P=", c.paths, " N=", c.issuers, " M=", c.columns, " [", c.begin, ", ",
+                            c.end, ") budget ", c.budget, " cap ", c.cap, " devices ", c.devices,
+                            c.first_lost ? " (first lost)" : ""));
+  const JobSpec spec = Spec(c.paths, c.issuers, c.columns, c.begin, c.end, Output(true, true));
+  std::vector<std::unique_ptr<CpuDevice>> cpus;
+  std::vector<PlannerDevice> devices;
+  for (int d = 0; d < c.devices; ++d) {
+    cpus.push_back(std::make_unique<CpuDevice>(absl::StrCat("cpu", d), c.budget >> d, 1));
+    devices.push_back(
+        PlannerDevice{cpus.back().get(), c.first_lost && d == 0 ? "cpu0 is lost" : "",
+                      static_cast<int64_t>(c.cap * static_cast<double>(c.budget >> d))});
+  }
+  const ShardPlan preferred = PlanShards(spec);
+  ShardPlan plan = preferred;
+  absl::StatusOr<std::vector<DevicePlan>> result = PlanDevices(spec, devices, 4, &plan);
+  const int64_t narrowest = CpuJobBytes(c.paths, c.issuers, kColumnAlignment);
+  std::vector<bool> narrowest_fits;
+  for (const PlannerDevice& d : devices) {
+    narrowest_fits.push_back(d.lost.empty() && narrowest <= d.job_budget);
+  }
+  if (std::none_of(narrowest_fits.begin(), narrowest_fits.end(), [](bool fits) { return fits; })) {
+    ++outcomes->refusals;
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(std::string(result.status().message()),
+                ::testing::HasSubstr(absl::StrCat("needs ", narrowest, " bytes")));
+    EXPECT_THAT(std::string(result.status().message()),
+                ::testing::HasSubstr("one shard of 256 columns"));
+    return;
+  }
+  ++outcomes->plans;
+  ASSERT_TRUE(result.ok()) << result.status();
+  const int64_t width = plan.shard_columns;
+  ASSERT_EQ(width % kColumnAlignment, 0);
+  ASSERT_GE(width, kColumnAlignment);
+  ASSERT_LE(width, preferred.shard_columns);
+  EXPECT_EQ(plan.shard_count, (plan.gemm_end - plan.gemm_begin + width - 1) / width);
+  bool preferred_fits_all = true;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    SCOPED_TRACE(absl::StrCat("device ", d));
+    const DevicePlan& p = (*result)[d];
+    EXPECT_EQ(p.resident_bytes, 4 * c.paths * c.issuers);
+    EXPECT_EQ(p.shard_bytes, 4 * (c.issuers + c.paths) * width);
+    EXPECT_EQ(p.shards_in_flight > 0, static_cast<bool>(narrowest_fits[d]));
+    if (p.shards_in_flight > 0) {
+      EXPECT_LE(p.resident_bytes + p.shards_in_flight * p.shard_bytes, devices[d].job_budget);
+    }
+    EXPECT_LE(devices[d].job_budget, cpus[d]->memory().budget());
+    if (narrowest_fits[d] &&
+        CpuJobBytes(c.paths, c.issuers, preferred.shard_columns) > devices[d].job_budget) {
+      preferred_fits_all = false;
+    }
+  }
+  // Narrowed only when a device that can take the job needed it.
+  if (width < preferred.shard_columns) ++outcomes->narrowed;
+  EXPECT_EQ(width < preferred.shard_columns, !preferred_fits_all);
+}
+
+// Plans over a grid of jobs, budgets, per-job caps and device counts: every
+// plan fits both limits on every device, narrows only when the preferred
+// width does not fit, and plans every device the narrowest shard fits; every
+// refusal is a job whose narrowest shard fits no device, and names its bytes.
+TEST(PlanDevicesTest, EveryPlanFitsBothLimitsAndOnlyJobsThatFitNowhereAreRefused) {
+  struct Range {
+    int64_t columns, begin, end;
+  };
+  PlanOutcomes outcomes;
+  for (const int64_t paths : {int64_t{1000}, int64_t{10000}, int64_t{30000}}) {
+    for (const int64_t issuers : {int64_t{20}, int64_t{500}}) {
+      for (const Range r :
+           {Range{5000, 0, 5000}, Range{5000, 300, 777}, Range{100000, 0, 100000}}) {
+        for (const int64_t budget : {int64_t{2} << 20, int64_t{16} << 20, int64_t{48} << 20,
+                                     int64_t{64} << 20, int64_t{1} << 30}) {
+          for (const double cap : {1.0, 0.25}) {
+            for (const int devices : {1, 2, 3}) {
+              for (const bool first_lost : {false, true}) {
+                if (first_lost && devices == 1) continue;
+                CheckPlan(
+                    {paths, issuers, r.columns, r.begin, r.end, budget, cap, devices, first_lost},
+                    &outcomes);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // The grid holds all three outcomes.
+  EXPECT_GT(outcomes.plans, 0);
+  EXPECT_GT(outcomes.refusals, 0);
+  EXPECT_GT(outcomes.narrowed, 0);
+}
+
+// The two requests of issue 26 that the 1,024-column grid refused.
+TEST(PlanDevicesTest, TightBudgetsNarrowToTheAlignment) {
+  struct Case {
+    int64_t paths, budget;
+    double cap;
+    OutputSelection output;
+  };
+  for (const Case& c : {Case{10000, int64_t{48} << 20, 1.0, Output(true, false)},
+                        Case{1000, int64_t{64} << 20, 0.25, Output(false, true)}}) {
+    SCOPED_TRACE(absl::StrCat("P=", c.paths, " budget ", c.budget, " cap ", c.cap));
+    const JobSpec spec = Spec(c.paths, 500, 5000, 0, 5000, c.output);
+    CpuDevice cpu0("cpu0", c.budget, 1), cpu1("cpu1", c.budget, 1);
+    const auto job_budget = static_cast<int64_t>(c.cap * static_cast<double>(c.budget));
+    ShardPlan plan = PlanShards(spec);
+    absl::StatusOr<std::vector<DevicePlan>> result = PlanDevices(
+        spec, {PlannerDevice{&cpu0, "", job_budget}, PlannerDevice{&cpu1, "", job_budget}}, 4,
+        &plan);
+    ASSERT_TRUE(result.ok()) << result.status();
+    for (const DevicePlan& p : *result) {
+      EXPECT_GE(p.shards_in_flight, 1);
+      EXPECT_LE(p.resident_bytes + p.shards_in_flight * p.shard_bytes, job_budget);
+    }
+  }
 }
 
 }  // namespace

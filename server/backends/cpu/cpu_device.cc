@@ -33,18 +33,19 @@ constexpr int64_t kInlineShocks = int64_t{1} << 14;
 // core (OpenBLAS SGEMM at 32-90 GFLOP/s per core on the machines seen).
 constexpr double kFlopsPerPoll = 5e9;
 
-// The paths (rows of ST and SC) of each GEMM of a block of `grid` columns
-// (ColumnGrid): all of them unless the block's GEMM is over kFlopsPerPoll
+// The paths (rows of ST and SC) of each GEMM of a block of kColumnAlignment
+// columns: all of them unless the block's GEMM is over kFlopsPerPoll
 // (2 x 21,474 paths x 100,000 issuers x 256 columns is 1.1e12 flop, seconds
 // on a core), then a multiple of 16 that keeps each under it. A function of
 // P and N only, so the numbers do not depend on shard width, column range or
 // device count (OpenBLAS's rounding depends on the GEMM's shape).
-int64_t PathsPerGemm(int64_t paths, int64_t issuers, int64_t grid) {
+int64_t PathsPerGemm(int64_t paths, int64_t issuers) {
+  constexpr double kColumns = kColumnAlignment;
   const double block_flops =
-      2.0 * static_cast<double>(paths) * static_cast<double>(issuers) * static_cast<double>(grid);
+      2.0 * static_cast<double>(paths) * static_cast<double>(issuers) * kColumns;
   if (block_flops <= kFlopsPerPoll) return paths;
-  const auto rows = static_cast<int64_t>(
-      kFlopsPerPoll / (2.0 * static_cast<double>(issuers) * static_cast<double>(grid)));
+  const auto rows =
+      static_cast<int64_t>(kFlopsPerPoll / (2.0 * static_cast<double>(issuers) * kColumns));
   return std::max<int64_t>(16, rows / 16 * 16);
 }
 
@@ -206,10 +207,10 @@ class CpuDeviceJob : public DeviceJob {
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
     const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
 
-    // One fixed-shape GEMM (or a fixed split of it) per block of A on the job's grid, then the kept
-    // columns: statistics while they are in cache, values copied out.
-    const int64_t grid = ColumnGrid(spec_);
-    const int64_t blocks = (width + grid - 1) / grid;
+    // One fixed-shape GEMM (or a fixed split of it) per aligned block of A, then the kept columns:
+    // statistics while they are in cache, values copied out.
+    constexpr int64_t kBlock = kColumnAlignment;
+    const int64_t blocks = (width + kBlock - 1) / kBlock;
     double gemm_seconds = 0, statistics_seconds = 0;
     StopPoll stop(spec_);
     WithTeam(device_, blocks, [&](int team) {
@@ -218,8 +219,8 @@ class CpuDeviceJob : public DeviceJob {
       for (int64_t b = 0; b < blocks; ++b) {
         if (stop.Stopped()) continue;
         const auto start = std::chrono::steady_clock::now();
-        const int64_t first = b * grid;  // offset in the shard
-        const int64_t count = std::min(grid, width - first);
+        const int64_t first = b * kBlock;  // offset in the shard
+        const int64_t count = std::min(kBlock, width - first);
         float* a = buffers.a.data() + first * issuers;
         spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
         // A block whose columns are all kept is multiplied straight into the output.
@@ -258,12 +259,12 @@ class CpuDeviceJob : public DeviceJob {
     AccountedArray<float> sc;
   };
 
-  // SC = ST A for one block of `count` (<= the grid) columns of A, in GEMMs of
+  // SC = ST A for one block of `count` (<= kColumnAlignment) columns of A, in GEMMs of
   // PathsPerGemm rows each, polling `stop` between them; false when stopped.
   bool MultiplyBlock(const float* a, int64_t count, float* sc, StopPoll& stop) const {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
-    const int64_t step = PathsPerGemm(paths, issuers, ColumnGrid(spec_));
+    const int64_t step = PathsPerGemm(paths, issuers);
     for (int64_t first = 0; first < paths; first += step) {
       if (first > 0 && stop.Stopped()) return false;
       cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans,

@@ -2,7 +2,7 @@
 // cblas_sgemm, statistics of each column block right after its GEMM.
 //
 // OpenBLAS runs single-threaded here; the device parallelises itself, one
-// block of the job's column grid (ColumnGrid) per task on its own OpenMP team. Each
+// aligned block of kColumnAlignment columns per task on its own OpenMP team. Each
 // block is one sgemm call of a fixed shape, which makes every result column
 // independent of how the work is split, and lets K logical cpu devices share
 // the cores without OpenBLAS's global thread pool serialising them.

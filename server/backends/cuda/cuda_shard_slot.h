@@ -19,11 +19,10 @@
 
 namespace pricer {
 
-// The columns of A in one cuBLAS GEMM of a shard. Every job's column grid
-// (ColumnGrid) is a multiple of it, so a shard's blocks lie on one grid of
-// the job's columns whatever its width or range.
-inline constexpr int64_t kCudaGemmColumns = 256;
-static_assert(kColumnAlignment % kCudaGemmColumns == 0);
+// The columns of A in one cuBLAS GEMM of a shard: the alignment of every
+// shard, so a shard's blocks lie on one grid of the job's columns whatever
+// its width or range.
+inline constexpr int64_t kCudaGemmColumns = kColumnAlignment;
 
 struct ShardSlot {
   Stream compute, copy;

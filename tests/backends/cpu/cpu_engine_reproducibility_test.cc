@@ -67,26 +67,36 @@ TEST(CpuEngineTest, ResultsDoNotDependOnShardWidthChunkSizeOrColumnRange) {
   }
 }
 
-TEST(CpuEngineTest, ResultsOnTheWideGridDoNotDependOnShardWidthRangeOrDevices) {
-  // ST over 8 MiB: a grid of 1024 columns, one GEMM per 1024-column block.
+TEST(CpuEngineTest, ABudgetThatNarrowsTheShardsDoesNotChangeTheBits) {
+  // ST over 8 MiB (2100 x 1000 floats, 8.4 MB): a large budget runs the
+  // whole range as one 2816-column shard; 12 MB holds ST and one shard of
+  // 256 columns (3.17 MB) but not of 512 (6.35 MB), so the planner narrows
+  // to the alignment. Every GEMM is one 256-column block either way.
   constexpr int64_t kWidePaths = 2100, kWideIssuers = 1000, kWideColumns = 2600;
-  auto spec = [&](int64_t shard_columns) {
+  constexpr int64_t kTightBudget = 12'000'000;
+  auto spec = [&] {
     return MakeSpec(
         SpreadMarket(kWideIssuers), kWidePaths, kSeed,
         ScenarioMatrix::Generated(kWideIssuers, kWideColumns, kScenarioSeed, 0.0f, 1.0f),
-        Output(true, true, false), shard_columns);
+        Output(true, true, false), 0);
   };
-  ASSERT_EQ(ColumnGrid(spec(0)), 1024);
   auto engine = MakeEngine(int64_t{1} << 30, 1, 2);
-  const JobResult baseline = RunJob(*engine, spec(0));
+  const JobResult baseline = RunJob(*engine, spec());
   ASSERT_TRUE(baseline.status.ok()) << baseline.status;
-  ExpectSameBits(baseline, RunJob(*engine, spec(1024)), "shard_columns 1024");
-  ExpectSameBits(baseline, RunJob(*MakeEngine(int64_t{1} << 30, 2, 1), spec(1024)),
-                 "2 devices, shard_columns 1024");
-  JobSpec range = spec(0);
+  for (const int devices : {1, 2}) {
+    auto tight = MakeEngine(kTightBudget, devices, 2);
+    ExpectSameBits(baseline, RunJob(*tight, spec()),
+                   std::to_string(devices) + " devices of a 12 MB budget");
+    for (const DeviceStatus& device : tight->DeviceStatuses()) {
+      // ST and one 256-column shard: 8,400,000 + 3,174,400 bytes.
+      EXPECT_LE(device.peak_bytes, 8'400'000 + 3'174'400) << device.name;
+    }
+  }
+  auto tight = MakeEngine(kTightBudget, 1, 2);
+  JobSpec range = spec();
   range.column_begin = 1500;
   range.column_end = 2100;
-  ExpectSameBits(baseline, RunJob(*engine, std::move(range)), "columns [1500, 2100)");
+  ExpectSameBits(baseline, RunJob(*tight, std::move(range)), "columns [1500, 2100), 12 MB");
 }
 
 TEST(CpuEngineTest, ResultsDoNotDependOnDevicesOrThreads) {

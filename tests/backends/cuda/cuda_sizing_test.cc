@@ -129,16 +129,15 @@ TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) 
 TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
   JobSpec spec = SeedExampleSpec(100000);
   const CudaDevice probe("cuda0", 0, 0);
-  // Room for ST and one shard of 1024 columns: the planner's first choice of
-  // 2048 (the 64 MiB SC target, 1792, on the seed's 1024-column grid)
-  // halved until it fits.
-  ASSERT_EQ(ColumnGrid(spec), 1024);
-  const int64_t budget = probe.ResidentBytes(spec) + probe.ShardBytes(spec, 1024);
+  // Room for ST and one shard of 768 columns: the planner's first choice of
+  // 1792 (the 64 MiB SC target at P = 10,000) halved, rounded down to the
+  // alignment.
+  const int64_t budget = probe.ResidentBytes(spec) + probe.ShardBytes(spec, 768);
   std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
   absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(std::move(spec));
   ASSERT_TRUE(job.ok()) << job.status();
   (*job)->Cancel(absl::CancelledError("sizing only"));
-  EXPECT_EQ((*job)->plan().shard_columns, 1024);
+  EXPECT_EQ((*job)->plan().shard_columns, 768);
   EXPECT_EQ((*job)->device_plans()[0].shards_in_flight, 1);
 }
 
