@@ -34,11 +34,18 @@ int DevicesCommand::Run(PricerClient& client) {
     std::cout << absl::StrFormat("%-10s %-6s %16d %16d %16d %12d %10.2f\n", d.name(), d.kind(),
                                  d.memory_budget_bytes(), d.bytes_in_use(), d.peak_bytes(),
                                  d.shards_done(), d.busy_seconds());
+    if (d.headroom_bytes() > 0) {
+      std::cout << absl::StrFormat("  headroom outside the budget (measured at start): %d bytes\n",
+                                   d.headroom_bytes());
+    }
     if (!d.lost().empty()) std::cout << "  lost: " << d.lost() << "\n";
   }
-  std::cout << absl::StrFormat("jobs queued or running: %d of %d; unsent chunk bytes: %d of %d\n",
-                               reply.queued_jobs(), reply.max_queued_jobs(), reply.pending_bytes(),
-                               reply.max_pending_bytes());
+  std::cout << absl::StrFormat(
+      "jobs queued or running: %d of %d; unsent chunk bytes: %d of %d; pinned host bytes: %d of "
+      "%d (peak %d)\n",
+      reply.queued_jobs(), reply.max_queued_jobs(), reply.pending_bytes(),
+      reply.max_pending_bytes(), reply.pinned_bytes_in_use(), reply.pinned_memory_bytes(),
+      reply.pinned_peak_bytes());
   return 0;
 }
 

@@ -36,6 +36,11 @@ int64_t HostAvailableBytes() {
          static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
+int64_t HostPhysicalBytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> ParseBytes(absl::string_view text) {
@@ -83,9 +88,21 @@ absl::StatusOr<DeviceMemory> ParseDeviceMemory(absl::string_view text) {
   }
   if (!(fraction > 0 && fraction <= 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "': a fraction of free memory must be in (0, 1]"));
+        absl::StrCat("'", text, "': a fraction of memory must be in (0, 1]"));
   }
   return DeviceMemory{0, fraction};
+}
+
+int64_t PinnedMemoryBytes(const DeviceMemory& pinned) {
+  const int64_t physical = HostPhysicalBytes();
+  if (pinned.bytes == 0)
+    return static_cast<int64_t>(pinned.fraction * static_cast<double>(physical));
+  if (pinned.bytes > physical) {
+    spdlog::warn("--pinned-memory {} bytes is more than the host's {} bytes; using {}",
+                 pinned.bytes, physical, physical);
+    return physical;
+  }
+  return pinned.bytes;
 }
 
 namespace {
@@ -112,8 +129,9 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeCpuDevices(int64_t coun
 }
 
 // The GPUs of "cuda" (all) or "cuda:0,2" (those ordinals).
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeGpuDevices(absl::string_view devices,
-                                                                    const DeviceMemory& memory) {
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeGpuDevices(
+    absl::string_view devices, const DeviceMemory& memory,
+    const std::shared_ptr<MemoryAccount>& pinned_memory) {
 #if defined(PRICER_HAVE_CUDA)
   absl::StatusOr<int> visible = CudaDeviceCount();
   if (!visible.ok()) {
@@ -141,12 +159,13 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeGpuDevices(absl::string
   std::vector<std::unique_ptr<Device>> out;
   for (int ordinal : ordinals) {
     ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device,
-                     MakeCudaDevice(ordinal, memory.bytes, memory.fraction));
+                     MakeCudaDevice(ordinal, memory.bytes, memory.fraction, pinned_memory));
     out.push_back(std::move(device));
   }
   return out;
 #else
   (void)memory;
+  (void)pinned_memory;
   return absl::InvalidArgumentError(
       absl::StrCat("--devices '", devices,
                    "': this build has no CUDA backend (configure with -DPRICER_CUDA=ON)"));
@@ -155,15 +174,17 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeGpuDevices(absl::string
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(absl::string_view devices,
-                                                                 const DeviceMemory& memory) {
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> MakeDevices(
+    absl::string_view devices, const DeviceMemory& memory,
+    const std::shared_ptr<MemoryAccount>& pinned_memory) {
   if (devices == "cpu") return MakeCpuDevices(1, memory);
   if (devices == "cuda" || absl::StartsWith(devices, "cuda:")) {
-    return MakeGpuDevices(devices, memory);
+    return MakeGpuDevices(devices, memory, pinned_memory);
   }
   if (devices == "auto") {
 #if defined(PRICER_HAVE_CUDA)
-    absl::StatusOr<std::vector<std::unique_ptr<Device>>> gpus = MakeGpuDevices("cuda", memory);
+    absl::StatusOr<std::vector<std::unique_ptr<Device>>> gpus =
+        MakeGpuDevices("cuda", memory, pinned_memory);
     if (gpus.ok()) return gpus;
     spdlog::info("--devices auto: no usable GPU ({}); pricing on the cpu",
                  std::string(gpus.status().message()));

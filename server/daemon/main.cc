@@ -120,6 +120,7 @@ struct Flags {
   std::string log_format = "text";
   std::string max_request = "64MiB";
   std::string device_memory = "0.5";
+  std::string pinned_memory = "0.125";
   std::string max_pending = "1GiB";
   std::string max_pending_per_job = "256MiB";
   std::string store_bytes = "2GiB";
@@ -207,6 +208,12 @@ void DefineMemoryFlags(CLI::App& app, Flags& flags) {
                  "the most one job may hold on a device: bytes (8GiB) or a fraction of the "
                  "device's budget (0.25); larger jobs are refused (RESOURCE_EXHAUSTED)")
       ->envname("PRICER_MAX_JOB_BYTES")
+      ->capture_default_str();
+  app.add_option("--pinned-memory", flags.pinned_memory,
+                 "page-locked host memory the GPUs stage shards through, all devices together: "
+                 "bytes (16GiB) or a fraction of the host's physical memory (0.125); a shard "
+                 "waits for it like for device memory")
+      ->envname("PRICER_PINNED_MEMORY")
       ->capture_default_str();
   app.add_option("--max-pending-bytes", flags.max_pending,
                  "host memory for result chunks not yet sent, all jobs together")
@@ -302,6 +309,8 @@ absl::StatusOr<pricer::ServerOptions> ToServerOptions(const Flags& flags) {
   }
   ASSIGN_OR_RETURN(options.device_memory,
                    ForFlag("--device-memory", pricer::ParseDeviceMemory(flags.device_memory)));
+  ASSIGN_OR_RETURN(options.pinned_memory,
+                   ForFlag("--pinned-memory", pricer::ParseDeviceMemory(flags.pinned_memory)));
   ASSIGN_OR_RETURN(const pricer::DeviceMemory job,
                    ForFlag("--max-job-bytes", pricer::ParseDeviceMemory(flags.max_job_memory)));
   options.engine.max_job_bytes = job.bytes;

@@ -33,9 +33,14 @@ struct AllocationTable {
   // Held by each shard running at once (a backend may keep a set for the
   // job's next shard; the engine commits one set per shard in flight).
   std::vector<Buffer> per_shard;
+  // Page-locked host memory each shard running at once stages through (the
+  // cuda backend's copies): counted against the host's pinned memory bound
+  // (--pinned-memory), not the device's budget. Empty for the cpu backend.
+  std::vector<Buffer> pinned_per_shard;
 
   int64_t resident_bytes() const { return Sum(resident); }
   int64_t shard_bytes() const { return Sum(per_shard); }
+  int64_t pinned_shard_bytes() const { return Sum(pinned_per_shard); }
 
  private:
   static int64_t Sum(const std::vector<Buffer>& buffers) {

@@ -53,6 +53,10 @@ class Device {
 
   const std::string& name() const { return name_; }
   virtual std::string kind() const = 0;
+  // Device memory the process holds outside the budget, measured when the
+  // device was made (a GPU's CUDA context and loaded modules); 0 where
+  // every byte is in the budget.
+  virtual int64_t headroom_bytes() const { return 0; }
   MemoryAccount& memory() { return memory_; }
   const MemoryAccount& memory() const { return memory_; }
 

@@ -22,6 +22,8 @@ Engine::Engine(std::vector<std::unique_ptr<Device>> devices, EngineOptions optio
       signal_(std::make_shared<WorkSignal>()),
       mu_(signal_->mu),
       pending_(std::make_shared<PendingBytes>(options.max_pending_bytes)),
+      pinned_(options.pinned_memory != nullptr ? options.pinned_memory
+                                               : std::make_shared<MemoryAccount>(0)),
       queues_(devices_.size()) {
   for (size_t d = 0; d < devices_.size(); ++d) {
     for (int slot = 0; slot < std::max(1, options_.max_shards_in_flight); ++slot) {
@@ -67,12 +69,13 @@ absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
     // Under the lock: a device lost meanwhile is not planned on.
     ASSIGN_OR_RETURN(std::vector<DevicePlan> device_plans,
                      PlanDevices(spec, PlannerDevices(), options_.max_shards_in_flight, &plan));
+    ASSIGN_OR_RETURN(std::vector<int64_t> pinned, FitPinned(spec, plan, &device_plans));
     const double flops =
         plan.shard_count > 0 ? GemmFlops(spec, spec.column_end - spec.column_begin) : 0.0;
     RETURN_IF_ERROR(CheckAdmission(spec.client, flops));
     job = std::make_shared<Job>(absl::StrCat("job-", next_job_id_++), std::move(spec), plan,
-                                std::move(device_plans), options_.max_pending_bytes_per_job,
-                                pending_, signal_);
+                                std::move(device_plans), std::move(pinned),
+                                options_.max_pending_bytes_per_job, pending_, signal_);
     jobs_.push_back(job);
     for (size_t d = 0; d < devices_.size(); ++d) {
       if (job->device_plans()[d].shards_in_flight > 0) queues_[d].Add(job);
@@ -85,7 +88,32 @@ absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
 absl::Status Engine::CheckFits(const JobSpec& spec) const {
   ShardPlan plan = PlanShards(spec);
   absl::MutexLock lock(&mu_);
-  return PlanDevices(spec, PlannerDevices(), options_.max_shards_in_flight, &plan).status();
+  ASSIGN_OR_RETURN(std::vector<DevicePlan> device_plans,
+                   PlanDevices(spec, PlannerDevices(), options_.max_shards_in_flight, &plan));
+  return FitPinned(spec, plan, &device_plans).status();
+}
+
+absl::StatusOr<std::vector<int64_t>> Engine::FitPinned(
+    const JobSpec& spec, const ShardPlan& plan, std::vector<DevicePlan>* device_plans) const {
+  std::vector<int64_t> pinned(devices_.size(), 0);
+  std::string refusal;
+  bool fits_somewhere = false;
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    DevicePlan& device_plan = (*device_plans)[d];
+    if (device_plan.shards_in_flight == 0) continue;
+    pinned[d] = devices_[d]->Allocations(spec, plan.shard_columns).pinned_shard_bytes();
+    if (pinned[d] <= pinned_->budget()) {
+      fits_somewhere = true;
+    } else {
+      device_plan.shards_in_flight = 0;
+      refusal = absl::StrCat("the job needs ", pinned[d], " bytes of pinned host memory on ",
+                             devices_[d]->name(), " (staging one shard of ", plan.shard_columns,
+                             " columns); the host's pinned memory is ", pinned_->budget(),
+                             " bytes (--pinned-memory)");
+    }
+  }
+  if (!fits_somewhere && !refusal.empty()) return absl::ResourceExhaustedError(refusal);
+  return pinned;
 }
 
 absl::Status Engine::CheckAdmission(const std::string& client, double flops) const {
@@ -141,8 +169,8 @@ std::vector<DeviceStatus> Engine::DeviceStatuses() const {
     const DeviceQueue& q = queues_[d];
     statuses.push_back(DeviceStatus{device.name(), device.kind(), device.memory().budget(),
                                     device.memory().in_use(), device.memory().peak(),
-                                    q.shards_done(), q.shards_failed, q.shards_retried, q.flops(),
-                                    q.BusySeconds(now), q.lost});
+                                    device.headroom_bytes(), q.shards_done(), q.shards_failed,
+                                    q.shards_retried, q.flops(), q.BusySeconds(now), q.lost});
   }
   return statuses;
 }
@@ -161,6 +189,9 @@ EngineStatus Engine::Status() const {
   if (status.waiting_jobs > 0) status.average_wait_seconds = waited / status.waiting_jobs;
   status.pending_bytes = pending_->used();
   status.max_pending_bytes = pending_->max_bytes();
+  status.pinned_budget_bytes = pinned_->budget();
+  status.pinned_bytes_in_use = pinned_->in_use();
+  status.pinned_peak_bytes = pinned_->peak();
   return status;
 }
 

@@ -66,6 +66,12 @@ struct EngineOptions {
   // Called, under the engine's lock (it must not call the engine), when a
   // device is marked lost; the argument says whether any device is usable.
   std::function<void(bool any_device_usable)> on_device_lost;
+  // The host's page-locked memory, from which the devices that stage
+  // through it (cuda) allocate: the engine admits each shard's pinned
+  // buffers (AllocationTable::pinned_per_shard) against its budget as it
+  // admits device buffers against a device's, and reports it. Null: a
+  // bound of 0 bytes, enough for backends that stage nothing (cpu).
+  std::shared_ptr<MemoryAccount> pinned_memory;
 };
 
 struct DeviceStatus {
@@ -74,6 +80,8 @@ struct DeviceStatus {
   int64_t memory_budget_bytes = 0;
   int64_t bytes_in_use = 0;
   int64_t peak_bytes = 0;
+  // Device memory the process holds outside the budget (Device::headroom_bytes).
+  int64_t headroom_bytes = 0;
   int64_t shards_done = 0;
   int64_t shards_failed = 0;   // tasks that failed here (each retried elsewhere or fatal)
   int64_t shards_retried = 0;  // tasks run here after failing on another device
@@ -91,6 +99,11 @@ struct EngineStatus {
   double average_wait_seconds = 0;
   int64_t pending_bytes = 0;
   int64_t max_pending_bytes = 0;
+  // The host's pinned memory (EngineOptions::pinned_memory): its bound, the
+  // bytes allocated from it now and the most at once.
+  int64_t pinned_budget_bytes = 0;
+  int64_t pinned_bytes_in_use = 0;
+  int64_t pinned_peak_bytes = 0;
 };
 
 class Engine {
@@ -130,12 +143,20 @@ class Engine {
     std::string first_failure;  // of a retry: the try that failed
     std::chrono::steady_clock::time_point start;
   };
-  // A device state released and not yet destroyed, with what it commits.
+  // A device state released and not yet destroyed, with what it commits
+  // on its device and of the host's pinned memory.
   struct Released {
     std::shared_ptr<Job> job;
     size_t device = 0;
     int64_t bytes = 0;
+    int64_t pinned_bytes = 0;
     std::unique_ptr<DeviceJob> state;
+  };
+  // What kept a worker from taking a task: its device's budget, the host's
+  // pinned memory, or both.
+  struct Shortage {
+    bool device = false;
+    bool pinned = false;
   };
 
   // Admission.
@@ -144,21 +165,31 @@ class Engine {
   // put it over a per-client quota or the queue over --max-queued-jobs.
   absl::Status CheckAdmission(const std::string& client, double flops) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The pinned bytes of one shard of `spec` (at `plan`'s width) on each
+  // device. A device where they exceed the pinned memory's budget takes
+  // none of the job (its plan's shards_in_flight becomes 0);
+  // RESOURCE_EXHAUSTED naming the bytes and --pinned-memory when that
+  // leaves no device.
+  absl::StatusOr<std::vector<int64_t>> FitPinned(const JobSpec& spec, const ShardPlan& plan,
+                                                 std::vector<DevicePlan>* device_plans) const;
 
   // Taking tasks (workers, under the lock).
   void WorkerLoop(size_t device);
   bool PickTask(size_t device, Task* task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops `device`'s expired jobs, frees what idle jobs hold, retires finished ones.
   void ExpireAndTidy(size_t device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Releases what jobs waiting for their reader hold on `device`; whether any did.
-  bool ReleaseJobsWaitingForReaders(size_t device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes `job`'s next task on `device`, or sets `short_of_memory` when the
-  // device's budget is what kept it.
-  bool TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task, bool* short_of_memory)
+  // Releases what jobs waiting for their reader hold on `device` (only
+  // those holding pinned buffers there when `pinned_only`); whether any did.
+  bool ReleaseJobsWaitingForReaders(size_t device, bool pinned_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts a task taken from `job` on `device`: its memory, its counters.
-  void Commit(size_t device, const std::shared_ptr<Job>& job, int64_t bytes, bool new_buffers,
-              TaskKind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `job`'s next task on `device`, or records in `shortage` the memory
+  // that kept it.
+  bool TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task, Shortage* shortage)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a task taken from `job` on `device`: its memory (device and
+  // pinned bytes), its counters.
+  void Commit(size_t device, const std::shared_ptr<Job>& job, int64_t bytes, int64_t pinned_bytes,
+              bool new_buffers, TaskKind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t TaskBytes(const Job& job, TaskRef ref) const;
   std::chrono::steady_clock::time_point NextDeadline() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -198,6 +229,9 @@ class Engine {
   const std::shared_ptr<WorkSignal> signal_;
   absl::Mutex& mu_;  // signal_->mu: the engine's lock
   const std::shared_ptr<PendingBytes> pending_;
+  const std::shared_ptr<MemoryAccount> pinned_;  // the host's pinned memory
+  // Pinned bytes committed for admitted work, all devices together.
+  int64_t pinned_committed_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<DeviceQueue> queues_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -120,6 +120,7 @@ void Engine::Release(const std::shared_ptr<Job>& job, size_t device) {
   const DevicePlan& plan = job->device_plans()[device];
   const int64_t resident = on.memory == JobOnDevice::Memory::kHeld ? plan.resident_bytes : 0;
   const int64_t bytes = resident + on.buffers * plan.shard_bytes;
+  const int64_t pinned = on.buffers * job->pinned_shard_bytes()[device];
   std::unique_ptr<DeviceJob> state;
   {
     absl::MutexLock lock(&on.state_mu);  // no task runs here: never contended
@@ -129,9 +130,10 @@ void Engine::Release(const std::shared_ptr<Job>& job, size_t device) {
     // Its bytes stay committed until it is destroyed, so that nothing else
     // allocates them first.
     ++s.releasing;
-    released_.push_back(Released{job, device, bytes, std::move(state)});
+    released_.push_back(Released{job, device, bytes, pinned, std::move(state)});
   } else {
     queues_[device].committed_bytes -= bytes;
+    pinned_committed_ -= pinned;
   }
   on.memory = JobOnDevice::Memory::kNone;
   on.buffers = 0;
@@ -146,6 +148,7 @@ bool Engine::DestroyReleased() {
   mu_.Lock();
   for (Released& r : released) {
     queues_[r.device].committed_bytes -= r.bytes;
+    pinned_committed_ -= r.pinned_bytes;
     --r.job->schedule(mu_).releasing;
     Tidy(r.job);
   }

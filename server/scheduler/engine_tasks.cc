@@ -12,21 +12,24 @@ using Clock = std::chrono::steady_clock;
 
 // What taking a task of `kind` adds to a device's committed memory: the
 // job's resident state unless it is held, and a shard buffer set unless one
-// is idle. The first task here takes a set even when it copies terminal
-// prices, so a job that holds memory can always run a shard: two jobs
-// holding only their ST could otherwise wait for each other forever. A
-// preparation holds nothing on a device.
+// is idle, with the set's pinned host buffers. The first task here takes a
+// set even when it copies terminal prices, so a job that holds memory can
+// always run a shard: two jobs holding only their ST could otherwise wait
+// for each other forever. A preparation holds nothing on a device.
 struct MemoryTake {
   int64_t bytes = 0;
+  int64_t pinned_bytes = 0;
   bool new_buffers = false;
 };
-MemoryTake MemoryToTake(const DevicePlan& plan, const JobOnDevice& on, TaskKind kind) {
+MemoryTake MemoryToTake(const DevicePlan& plan, int64_t pinned_shard_bytes, const JobOnDevice& on,
+                        TaskKind kind) {
   if (kind == TaskKind::kPrepare) return {};
   const bool new_buffers =
       plan.shard_bytes > 0 &&
       (kind == TaskKind::kShard ? on.buffers <= on.running_shards : on.buffers == 0);
   const int64_t resident = on.memory == JobOnDevice::Memory::kHeld ? 0 : plan.resident_bytes;
-  return {resident + (new_buffers ? plan.shard_bytes : 0), new_buffers};
+  if (!new_buffers) return {resident, 0, false};
+  return {resident + plan.shard_bytes, pinned_shard_bytes, true};
 }
 
 // Records whether the job's stream had room for its next task.
@@ -75,28 +78,33 @@ bool Engine::PickTask(size_t device, Task* task) {
   const std::vector<std::shared_ptr<Job>>& jobs = q.jobs();
   std::vector<const JobSchedule*> schedules;
   for (const auto& job : jobs) schedules.push_back(&job->schedule(mu_));
-  bool short_of_memory = false;
+  Shortage shortage;
   for (size_t at : q.PickOrder(device, schedules)) {
-    if (TryTake(device, jobs[at], task, &short_of_memory)) {
+    if (TryTake(device, jobs[at], task, &shortage)) {
       q.MarkServed(*jobs[at], jobs[at]->schedule(mu_), device);
       return true;
     }
   }
   // A job waiting for its reader must not hold the memory that other jobs
   // wait for (a stalled client holds back only its own job): free what it
-  // holds here and try again; it rebuilds its state when it resumes. The
-  // released memory counts as free once DestroyReleased has run.
-  return short_of_memory && ReleaseJobsWaitingForReaders(device) && released_.empty() &&
-         PickTask(device, task);
+  // holds here, or on any device for the host's pinned memory, and try
+  // again; it rebuilds its state when it resumes. The released memory
+  // counts as free once DestroyReleased has run.
+  bool freed = shortage.device && ReleaseJobsWaitingForReaders(device, false);
+  for (size_t d = 0; shortage.pinned && d < queues_.size(); ++d) {
+    freed = ReleaseJobsWaitingForReaders(d, true) || freed;
+  }
+  return freed && released_.empty() && PickTask(device, task);
 }
 
-bool Engine::ReleaseJobsWaitingForReaders(size_t device) {
+bool Engine::ReleaseJobsWaitingForReaders(size_t device, bool pinned_only) {
   bool freed = false;
   for (const auto& job : queues_[device].jobs()) {
     const JobSchedule& s = job->schedule(mu_);
     const JobOnDevice& on = *s.on_device[device];
+    const bool holds_pinned = on.buffers > 0 && job->pinned_shard_bytes()[device] > 0;
     if (s.state == JobState::kWaitingForReader && on.running == 0 &&
-        on.memory == JobOnDevice::Memory::kHeld) {
+        on.memory == JobOnDevice::Memory::kHeld && (holds_pinned || !pinned_only)) {
       Release(job, device);
       freed = true;
     }
@@ -105,7 +113,7 @@ bool Engine::ReleaseJobsWaitingForReaders(size_t device) {
 }
 
 bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
-                     bool* short_of_memory) {
+                     Shortage* shortage) {
   JobSchedule& s = job->schedule(mu_);
   if (job->cancelled() || s.state == JobState::kPreparing) return false;
   const DevicePlan& plan = job->device_plans()[device];
@@ -120,19 +128,25 @@ bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
   const int64_t ordinal = is_retry ? retry->ordinal : s.next_task;
   const TaskRef ref = job->tasks().At(ordinal);
   const int64_t bytes = TaskBytes(*job, ref);
-  const MemoryTake take = MemoryToTake(plan, on, ref.kind);
-  if (queues_[device].committed_bytes + take.bytes > devices_[device]->memory().budget()) {
+  const MemoryTake take = MemoryToTake(plan, job->pinned_shard_bytes()[device], on, ref.kind);
+  const bool short_of_device =
+      queues_[device].committed_bytes + take.bytes > devices_[device]->memory().budget();
+  const bool short_of_pinned = pinned_committed_ + take.pinned_bytes > pinned_->budget();
+  if (short_of_device || short_of_pinned) {
     // Short of memory only if the task could run otherwise: a job whose
     // reader has not made room waits for its reader, and freeing memory for
     // it would only take it from jobs that can run.
     SetWaitingForReader(s, !job->results().HasRoom(bytes));
-    if (s.state != JobState::kWaitingForReader) *short_of_memory = true;
+    if (s.state != JobState::kWaitingForReader) {
+      shortage->device = shortage->device || short_of_device;
+      shortage->pinned = shortage->pinned || short_of_pinned;
+    }
     return false;
   }
   SetWaitingForReader(s, !job->results().TryReserve(bytes));
   if (s.state == JobState::kWaitingForReader) return false;
 
-  Commit(device, job, take.bytes, take.new_buffers, ref.kind);
+  Commit(device, job, take.bytes, take.pinned_bytes, take.new_buffers, ref.kind);
   *task =
       Task{job, &on, ordinal, ref, bytes, is_retry, is_retry ? retry->failure : "", Clock::now()};
   if (is_retry) {
@@ -144,11 +158,12 @@ bool Engine::TryTake(size_t device, const std::shared_ptr<Job>& job, Task* task,
   return true;
 }
 
-void Engine::Commit(size_t device, const std::shared_ptr<Job>& job, int64_t bytes, bool new_buffers,
-                    TaskKind kind) {
+void Engine::Commit(size_t device, const std::shared_ptr<Job>& job, int64_t bytes,
+                    int64_t pinned_bytes, bool new_buffers, TaskKind kind) {
   JobSchedule& s = job->schedule(mu_);
   JobOnDevice& on = *s.on_device[device];
   queues_[device].committed_bytes += bytes;
+  pinned_committed_ += pinned_bytes;
   if (kind != TaskKind::kPrepare) on.memory = JobOnDevice::Memory::kHeld;
   if (new_buffers) ++on.buffers;
   ++on.running;
@@ -216,8 +231,8 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   const Shard shard = ShardAt(job.plan(), spec, index);
   ShardOutput output;
   if (spec.output.full) {
-    output.values =
-        job.shard_buffers().Take(static_cast<size_t>((shard.out_end - shard.out_begin) * spec.paths));
+    output.values = job.shard_buffers().Take(
+        static_cast<size_t>((shard.out_end - shard.out_begin) * spec.paths));
   }
   RETURN_IF_ERROR(state.RunShard(shard, &output));
   job.RecordOutput(0, output.gemm_seconds, output.statistics_seconds);

@@ -17,12 +17,13 @@ double GemmFlops(const JobSpec& spec, int64_t columns) {
 }
 
 Job::Job(std::string id, JobSpec spec, ShardPlan plan, std::vector<DevicePlan> device_plans,
-         int64_t max_pending_bytes, std::shared_ptr<PendingBytes> shared_pending,
-         std::shared_ptr<WorkSignal> signal)
+         std::vector<int64_t> pinned_shard_bytes, int64_t max_pending_bytes,
+         std::shared_ptr<PendingBytes> shared_pending, std::shared_ptr<WorkSignal> signal)
     : id_(std::move(id)),
       spec_(std::move(spec)),
       plan_(plan),
       device_plans_(std::move(device_plans)),
+      pinned_shard_bytes_(std::move(pinned_shard_bytes)),
       tasks_(spec_.prepare != nullptr, PriceChunkCount(plan_, spec_), plan_.shard_count),
       signal_(std::move(signal)),
       start_(std::chrono::steady_clock::now()),

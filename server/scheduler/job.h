@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "server/model/job_spec.h"
-#include "server/scheduler/device.h"
 #include "server/scheduler/buffer_pool.h"
+#include "server/scheduler/device.h"
 #include "server/scheduler/result_stream.h"
 #include "server/scheduler/shard_planner.h"
 #include "server/scheduler/task.h"
@@ -95,14 +95,17 @@ struct JobSchedule {
 class Job {
  public:
   Job(std::string id, JobSpec spec, ShardPlan plan, std::vector<DevicePlan> device_plans,
-      int64_t max_pending_bytes, std::shared_ptr<PendingBytes> shared_pending,
-      std::shared_ptr<WorkSignal> signal);
+      std::vector<int64_t> pinned_shard_bytes, int64_t max_pending_bytes,
+      std::shared_ptr<PendingBytes> shared_pending, std::shared_ptr<WorkSignal> signal);
 
   const std::string& id() const { return id_; }
   // Final once the job's preparation task has run (sizes are final at once).
   const JobSpec& spec() const { return spec_; }
   const ShardPlan& plan() const { return plan_; }
   const std::vector<DevicePlan>& device_plans() const { return device_plans_; }
+  // Per device: the host's pinned bytes one shard buffer set holds there
+  // (AllocationTable::pinned_shard_bytes; 0 where the backend stages nothing).
+  const std::vector<int64_t>& pinned_shard_bytes() const { return pinned_shard_bytes_; }
   const TaskList& tasks() const { return tasks_; }
   ResultStream& results() { return results_; }
   // Where its shards' output buffers come from and go back to.
@@ -138,6 +141,7 @@ class Job {
   JobSpec spec_;
   const ShardPlan plan_;
   const std::vector<DevicePlan> device_plans_;
+  const std::vector<int64_t> pinned_shard_bytes_;
   const TaskList tasks_;
   const std::shared_ptr<WorkSignal> signal_;
   const std::chrono::steady_clock::time_point start_;

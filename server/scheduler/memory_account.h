@@ -119,4 +119,41 @@ class AccountedArray {
   T* data_ = nullptr;
 };
 
+// Bytes counted in a MemoryAccount for memory that a library allocates
+// itself, of a size measured beforehand (a cuBLAS handle's own state): an
+// entry of the job's AllocationTable, reserved while the Reservation lives.
+class Reservation {
+ public:
+  Reservation() = default;
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  Reservation(Reservation&& other) noexcept { *this = std::move(other); }
+  Reservation& operator=(Reservation&& other) noexcept {
+    Reset();
+    account_ = std::exchange(other.account_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    return *this;
+  }
+  ~Reservation() { Reset(); }
+
+  // RESOURCE_EXHAUSTED naming the buffer when its bytes do not fit.
+  static absl::Status Reserve(MemoryAccount& account, const Buffer& buffer, Reservation* out) {
+    out->Reset();
+    RETURN_IF_ERROR(account.Reserve(buffer.bytes(), buffer.name));
+    out->account_ = &account;
+    out->bytes_ = buffer.bytes();
+    return absl::OkStatus();
+  }
+
+ private:
+  void Reset() {
+    if (account_ != nullptr) account_->Release(bytes_);
+    account_ = nullptr;
+    bytes_ = 0;
+  }
+
+  MemoryAccount* account_ = nullptr;
+  int64_t bytes_ = 0;
+};
+
 }  // namespace pricer

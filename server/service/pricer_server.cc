@@ -152,6 +152,17 @@ void ConfigureTransport(const ServerOptions& options, grpc::ServerBuilder& build
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
 }
 
+// `options` whose engine has the host's pinned memory account: the one it
+// was given, or a new one bounded by options.pinned_memory.
+ServerOptions WithPinnedMemory(const ServerOptions& options) {
+  ServerOptions with = options;
+  if (with.engine.pinned_memory == nullptr) {
+    with.engine.pinned_memory =
+        std::make_shared<MemoryAccount>(PinnedMemoryBytes(options.pinned_memory));
+  }
+  return with;
+}
+
 bool AnyDeviceUsable(const Engine& engine) {
   for (const DeviceStatus& d : engine.DeviceStatuses()) {
     if (d.lost.empty()) return true;
@@ -164,15 +175,17 @@ bool AnyDeviceUsable(const Engine& engine) {
 absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(const ServerOptions& options) {
   // Bad addresses first: they need no devices to be found out.
   RETURN_IF_ERROR(CheckAddresses(options));
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> devices,
-                   MakeDevices(options.devices, options.device_memory));
-  return StartOn(options, std::move(devices));
+  const ServerOptions with_pinned = WithPinnedMemory(options);
+  ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<Device>> devices,
+      MakeDevices(options.devices, options.device_memory, with_pinned.engine.pinned_memory));
+  return StartOn(with_pinned, std::move(devices));
 }
 
 absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::Start(
     const ServerOptions& options, std::vector<std::unique_ptr<Device>> devices) {
   RETURN_IF_ERROR(CheckAddresses(options));
-  return StartOn(options, std::move(devices));
+  return StartOn(WithPinnedMemory(options), std::move(devices));
 }
 
 absl::StatusOr<std::unique_ptr<PricerServer>> PricerServer::StartOn(
@@ -199,8 +212,9 @@ absl::Status PricerServer::StartService(const ServerOptions& options,
   engine_ = std::make_unique<Engine>(std::move(devices), engine_options);
   store_ = std::make_unique<ScenarioStore>(options.scenario_store_bytes, options.scenario_dir);
   if (const int64_t torn = store_->RemoveTornWrites(); torn > 0) {
-    spdlog::warn("removed {} temporary file{} of scenario-set writes that a crash cut short from {}",
-                 torn, torn == 1 ? "" : "s", options.scenario_dir);
+    spdlog::warn(
+        "removed {} temporary file{} of scenario-set writes that a crash cut short from {}", torn,
+        torn == 1 ? "" : "s", options.scenario_dir);
   }
   if (!options.metrics_listen.empty()) {
     ASSIGN_OR_RETURN(metrics_, ServerMetrics::Start(options.metrics_listen, *engine_, *store_));
@@ -231,8 +245,10 @@ absl::Status PricerServer::Listen(const ServerOptions& options,
 void PricerServer::LogStarted(const ServerOptions& options) const {
   spdlog::info("pricerd {} ({})", kVersion, kBuildOptions);
   for (const DeviceStatus& d : engine_->DeviceStatuses()) {
-    spdlog::info("device {} ({}), memory budget {} bytes", d.name, d.kind, d.memory_budget_bytes);
+    spdlog::info("device {} ({}), memory budget {} bytes, headroom outside it {} bytes", d.name,
+                 d.kind, d.memory_budget_bytes, d.headroom_bytes);
   }
+  spdlog::info("pinned host memory bound {} bytes", engine_->Status().pinned_budget_bytes);
   spdlog::info("pricerd listening on {} (port {}){}{}", options.listen, port_,
                options.tls.cert_file.empty() ? ", plaintext" : ", TLS",
                options.tls.client_ca_file.empty() ? "" : " with client certificates");

@@ -43,6 +43,11 @@ struct ServerOptions {
   // Memory budget per device (device_flags.h); the default is half of what
   // each device has free.
   DeviceMemory device_memory;
+  // The bound on the page-locked host memory the cuda devices stage their
+  // shards through (PinnedMemoryBytes): bytes, or a fraction of the host's
+  // physical memory, an eighth by default. It becomes the engine's
+  // EngineOptions::pinned_memory unless that is set.
+  DeviceMemory pinned_memory{0, kDefaultPinnedFraction};
   // Scenario sets held in memory (bytes; least recently used leave first),
   // and the directory that keeps them across restarts (empty: none).
   int64_t scenario_store_bytes = 2LL << 30;

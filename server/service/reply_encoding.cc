@@ -179,6 +179,7 @@ void ToListDevicesReply(const std::vector<DeviceStatus>& devices, const EngineSt
     info->set_memory_budget_bytes(status.memory_budget_bytes);
     info->set_bytes_in_use(status.bytes_in_use);
     info->set_peak_bytes(status.peak_bytes);
+    info->set_headroom_bytes(status.headroom_bytes);
     info->set_shards_done(status.shards_done);
     info->set_busy_seconds(status.busy_seconds);
     info->set_lost(status.lost);
@@ -187,6 +188,9 @@ void ToListDevicesReply(const std::vector<DeviceStatus>& devices, const EngineSt
   reply->set_max_queued_jobs(max_queued_jobs);
   reply->set_pending_bytes(engine.pending_bytes);
   reply->set_max_pending_bytes(engine.max_pending_bytes);
+  reply->set_pinned_memory_bytes(engine.pinned_budget_bytes);
+  reply->set_pinned_bytes_in_use(engine.pinned_bytes_in_use);
+  reply->set_pinned_peak_bytes(engine.pinned_peak_bytes);
 }
 
 }  // namespace pricer

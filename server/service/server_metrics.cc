@@ -77,6 +77,10 @@ void AddDeviceFamilies(const std::vector<DeviceStatus>& devices, std::vector<Met
        MetricType::Gauge, [](const DeviceStatus& d) { return double(d.bytes_in_use); }},
       {"pricer_device_memory_peak_bytes", "Most device memory the engine held, bytes.",
        MetricType::Gauge, [](const DeviceStatus& d) { return double(d.peak_bytes); }},
+      {"pricer_device_memory_headroom_bytes",
+       "Device memory the process holds outside the budget (a GPU's CUDA context and loaded "
+       "modules, measured at start), bytes.",
+       MetricType::Gauge, [](const DeviceStatus& d) { return double(d.headroom_bytes); }},
       {"pricer_device_busy_seconds_total", "Time the device ran at least one task, seconds.",
        MetricType::Counter, [](const DeviceStatus& d) { return d.busy_seconds; }},
       {"pricer_flops_total",
@@ -101,8 +105,8 @@ void AddDeviceFamilies(const std::vector<DeviceStatus>& devices, std::vector<Met
   }
 }
 
-// The queue (pricer_jobs, pricer_queue_wait_average_seconds) and the unsent
-// result chunks.
+// The queue (pricer_jobs, pricer_queue_wait_average_seconds), the unsent
+// result chunks and the pinned host memory.
 void AddQueueFamilies(const EngineStatus& status, std::vector<MetricFamily>& out) {
   MetricFamily* jobs =
       AddFamily(out, "pricer_jobs",
@@ -122,6 +126,18 @@ void AddQueueFamilies(const EngineStatus& status, std::vector<MetricFamily>& out
                       "Bound on the host bytes for unsent result chunks (--max-pending-bytes).",
                       MetricType::Gauge),
             {}, double(status.max_pending_bytes));
+  AddSample(AddFamily(out, "pricer_pinned_memory_limit_bytes",
+                      "Bound on the page-locked host memory for staging shards (--pinned-memory).",
+                      MetricType::Gauge),
+            {}, double(status.pinned_budget_bytes));
+  AddSample(AddFamily(out, "pricer_pinned_memory_in_use_bytes",
+                      "Page-locked host memory allocated for staging shards now, bytes.",
+                      MetricType::Gauge),
+            {}, double(status.pinned_bytes_in_use));
+  AddSample(AddFamily(out, "pricer_pinned_memory_peak_bytes",
+                      "Most page-locked host memory allocated for staging shards at once, bytes.",
+                      MetricType::Gauge),
+            {}, double(status.pinned_peak_bytes));
 }
 
 }  // namespace

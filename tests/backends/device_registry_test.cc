@@ -31,33 +31,55 @@ constexpr int64_t kPiB = int64_t{1} << 50;
 // reading taken here, not the one MakeDevices took.
 constexpr double kMemoryDrift = 0.05;
 
-// MemAvailable from /proc/meminfo, bytes; fails the test when it is missing.
-int64_t MemAvailable() {
+// The line `key` of /proc/meminfo ("MemAvailable:"), bytes; fails the test
+// when it is missing.
+int64_t MemInfoBytes(const std::string& key) {
   std::ifstream meminfo("/proc/meminfo");
-  std::string key;
+  std::string name;
   int64_t kib = 0;
   std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") {
+  while (meminfo >> name >> kib >> unit) {
+    if (name == key) {
       EXPECT_EQ(unit, "kB");
       return kib * 1024;
     }
   }
-  ADD_FAILURE() << "/proc/meminfo has no MemAvailable line";
+  ADD_FAILURE() << "/proc/meminfo has no " << key << " line";
   return 0;
 }
+
+int64_t MemAvailable() { return MemInfoBytes("MemAvailable:"); }
 
 void ExpectBudgetNear(int64_t budget, double expected) {
   EXPECT_GE(static_cast<double>(budget), expected * (1 - kMemoryDrift));
   EXPECT_LE(static_cast<double>(budget), expected * (1 + kMemoryDrift));
 }
 
+// The host's pinned memory account, as pricerd makes it.
+std::shared_ptr<MemoryAccount> Pinned() {
+  return std::make_shared<MemoryAccount>(
+      PinnedMemoryBytes(DeviceMemory{0, kDefaultPinnedFraction}));
+}
+
 std::vector<std::unique_ptr<Device>> Devices(absl::string_view devices,
                                              const DeviceMemory& memory) {
-  absl::StatusOr<std::vector<std::unique_ptr<Device>>> made = MakeDevices(devices, memory);
+  absl::StatusOr<std::vector<std::unique_ptr<Device>>> made =
+      MakeDevices(devices, memory, Pinned());
   EXPECT_TRUE(made.ok()) << made.status();
   if (!made.ok()) return {};
   return *std::move(made);
+}
+
+// The host's physical memory, bytes (what --pinned-memory's fraction is of).
+int64_t PhysicalBytes() { return MemInfoBytes("MemTotal:"); }
+
+TEST(PinnedMemoryBytesTest, AFractionOfPhysicalMemoryOrBytesCappedAtIt) {
+  const double physical = static_cast<double>(PhysicalBytes());
+  // An eighth by default; MemTotal and the page count differ by the kernel's own reserve.
+  ExpectBudgetNear(PinnedMemoryBytes(DeviceMemory{0, kDefaultPinnedFraction}), physical / 8);
+  ExpectBudgetNear(PinnedMemoryBytes(DeviceMemory{0, 0.5}), physical / 2);
+  EXPECT_EQ(PinnedMemoryBytes(DeviceMemory{64 * kMiB, 0}), 64 * kMiB);
+  ExpectBudgetNear(PinnedMemoryBytes(DeviceMemory{kPiB, 0}), physical);
 }
 
 TEST(ParseBytesTest, PlainCountsAndUnits) {
@@ -201,7 +223,7 @@ TEST(MakeDevicesTest, CudaWithoutAUsableGpuSaysWhy) {
   if (HasUsableGpu()) GTEST_SKIP() << "this host has a GPU";
   for (const char* text : {"cuda", "cuda:0"}) {
     absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-        MakeDevices(text, DeviceMemory{kMiB, 0});
+        MakeDevices(text, DeviceMemory{kMiB, 0}, Pinned());
     ASSERT_FALSE(devices.ok()) << text;
     EXPECT_THAT(devices.status().message(), HasSubstr(absl::StrCat("--devices '", text, "'")));
 #if defined(PRICER_HAVE_CUDA)
@@ -219,7 +241,7 @@ TEST(MakeDevicesTest, CudaOrdinalsMustBeVisibleAndDistinct) {
   if (!HasUsableGpu()) GTEST_SKIP() << "needs a GPU";
   for (const char* text : {"cuda:99", "cuda:0,0", "cuda:x", "cuda:"}) {
     absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-        MakeDevices(text, DeviceMemory{kMiB, 0});
+        MakeDevices(text, DeviceMemory{kMiB, 0}, Pinned());
     ASSERT_FALSE(devices.ok()) << text;
     EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument) << text;
   }
@@ -228,7 +250,7 @@ TEST(MakeDevicesTest, CudaOrdinalsMustBeVisibleAndDistinct) {
 TEST(MakeDevicesTest, RefusesOtherFormsNamingTheTextAndTheAcceptedOnes) {
   for (const char* text : {"cpu:0", "cpu:65", "gpu", "cpu:x", "cpu:", "CPU", ""}) {
     absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
-        MakeDevices(text, DeviceMemory{kMiB, 0});
+        MakeDevices(text, DeviceMemory{kMiB, 0}, Pinned());
     ASSERT_FALSE(devices.ok()) << "'" << text << "' made " << devices->size() << " devices";
     EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(devices.status().message(), HasSubstr(absl::StrCat("'", text, "'")));

@@ -17,6 +17,11 @@ from pricerd_fixture import Server, run_cli  # noqa: E402
 ARGS = None
 
 
+def physical_bytes():
+    """The host's physical memory, as pricerd reads it (pages times page size)."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
 class OneDeviceTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -91,6 +96,12 @@ class SmallDevicesTest(unittest.TestCase):
             if done[name] > 0:
                 self.assertGreaterEqual(after[name][3], 1000 * 20 * 4, after)
         self.assertTrue(footer.startswith("jobs queued or running: 0 of 64; "), footer)
+        # The pinned memory's default bound, an eighth of the host's memory;
+        # cpu devices stage nothing through it.
+        pinned = re.search(r"; pinned host bytes: (\d+) of (\d+) \(peak (\d+)\)$", footer)
+        self.assertTrue(pinned, footer)
+        self.assertEqual(int(pinned.group(2)), physical_bytes() // 8)
+        self.assertEqual((int(pinned.group(1)), int(pinned.group(3))), (0, 0))
 
     def test_devices_json_mapping(self):
         self.price_small_job()
@@ -109,6 +120,10 @@ class SmallDevicesTest(unittest.TestCase):
         self.assertEqual(reply["maxQueuedJobs"], "64")
         self.assertEqual(int(reply["queuedJobs"]), 0)
         self.assertEqual(int(reply["maxPendingBytes"]), 1 << 30)
+        self.assertEqual(int(reply["pinnedMemoryBytes"]), physical_bytes() // 8)
+        self.assertEqual(int(reply["pinnedPeakBytes"]), 0)
+        for d in reply["devices"]:
+            self.assertEqual(int(d["headroomBytes"]), 0)
 
     def test_job_larger_than_the_device_budget_is_refused(self):
         proc = run_cli(ARGS.pricer, "price", "--target", self.server.target,

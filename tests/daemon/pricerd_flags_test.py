@@ -40,6 +40,31 @@ class PricerdFlagsTest(unittest.TestCase):
         self.assertIn("--device-memory", out)
         self.assertIn("'lots'", out)
 
+    def test_bad_pinned_memory_refused(self):
+        for value, reason in (("lots", "neither a byte count"), ("0", "must be in (0, 1]"),
+                              ("150%", "must be in (0, 1]"), ("1.5", "neither a byte count"),
+                              ("-2GiB", "neither a byte count")):
+            out = self.refused("--pinned-memory", value)
+            self.assertIn("--pinned-memory: '%s'" % value, out)
+            self.assertIn(reason, out)
+
+    def test_pinned_memory_is_logged_as_bytes(self):
+        for value, logged in (("64MiB", 64 << 20), ("1073741824", 1 << 30)):
+            proc = subprocess.Popen(
+                [ARGS.pricerd, "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                 "--devices", "cpu", "--pinned-memory", value],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            try:
+                for line in proc.stdout:
+                    if "pinned host memory bound" in line:
+                        self.assertIn("pinned host memory bound %d bytes" % logged, line)
+                        break
+                else:
+                    self.fail("pricerd logged no pinned memory bound")
+            finally:
+                proc.terminate()
+                proc.communicate(timeout=scaled(30))
+
     def test_bad_byte_count_refused(self):
         out = self.refused("--max-request-bytes", "12XB")
         self.assertIn("--max-request-bytes", out)

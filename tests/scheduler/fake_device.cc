@@ -39,9 +39,14 @@ class FakeDeviceJob : public DeviceJob {
   absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
     const int64_t paths = spec_.paths;
     // The A and SC blocks of the plan's width, held while the shard runs.
-    AccountedArray<float> buffers;
-    RETURN_IF_ERROR(AccountedArray<float>::Allocate(
-        device_.memory(), device_.Allocations(spec_, shard_columns_).per_shard[0], &buffers));
+    const AllocationTable table = device_.Allocations(spec_, shard_columns_);
+    AccountedArray<float> buffers, staging;
+    RETURN_IF_ERROR(
+        AccountedArray<float>::Allocate(device_.memory(), table.per_shard[0], &buffers));
+    if (MemoryAccount* pinned = device_.pinned_memory()) {
+      RETURN_IF_ERROR(
+          AccountedArray<float>::Allocate(*pinned, table.pinned_per_shard[0], &staging));
+    }
     FakeDeviceControl& control = device_.control();
     if (absl::Status fault = control.EnterShard(device_.name(), spec_, shard.index); !fault.ok()) {
       control.LeaveShard(device_.name());
@@ -185,16 +190,23 @@ void FakeDeviceControl::LeaveShard(const std::string& device) {
 }
 
 FakeDevice::FakeDevice(std::string name, int64_t budget_bytes,
-                       std::shared_ptr<FakeDeviceControl> control, int64_t max_shards_in_flight)
+                       std::shared_ptr<FakeDeviceControl> control, int64_t max_shards_in_flight,
+                       std::shared_ptr<MemoryAccount> pinned_memory)
     : Device(std::move(name), budget_bytes),
       control_(std::move(control)),
-      max_shards_in_flight_(max_shards_in_flight) {}
+      max_shards_in_flight_(max_shards_in_flight),
+      pinned_memory_(std::move(pinned_memory)) {}
 
 AllocationTable FakeDevice::Allocations(const JobSpec& spec, int64_t shard_columns) const {
-  return AllocationTable{
+  AllocationTable table{
       {BufferOf<float>("fake terminal prices", spec.paths * spec.market.issuers())},
       {BufferOf<float>("fake shard buffers",
                        (spec.market.issuers() + spec.paths) * shard_columns)}};
+  if (pinned_memory_ != nullptr) {
+    table.pinned_per_shard.push_back(
+        BufferOf<float>("fake pinned staging", spec.paths * shard_columns));
+  }
+  return table;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceJob>> FakeDevice::StartJob(const JobSpec& spec,

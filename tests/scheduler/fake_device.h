@@ -112,22 +112,28 @@ class FakeDeviceControl {
 
 class FakeDevice : public Device {
  public:
+  // With `pinned_memory`, each shard also stages its SC block through it,
+  // as a cuda device through the host's pinned memory.
   FakeDevice(std::string name, int64_t budget_bytes, std::shared_ptr<FakeDeviceControl> control,
-             int64_t max_shards_in_flight = 4);
+             int64_t max_shards_in_flight = 4,
+             std::shared_ptr<MemoryAccount> pinned_memory = nullptr);
 
   std::string kind() const override { return "fake"; }
   // Resident, ST: 4 P N bytes; per shard, an A block and an SC block in one
-  // buffer, as the cpu device: 4 (N + P) w bytes.
+  // buffer, as the cpu device: 4 (N + P) w bytes; pinned per shard, with
+  // pinned memory, the SC block again: 4 P w bytes.
   AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
   int64_t MaxShardsInFlight() const override { return max_shards_in_flight_; }
   absl::StatusOr<std::unique_ptr<DeviceJob>> StartJob(const JobSpec& spec,
                                                       int64_t shard_columns) override;
 
   FakeDeviceControl& control() { return *control_; }
+  MemoryAccount* pinned_memory() { return pinned_memory_.get(); }
 
  private:
   const std::shared_ptr<FakeDeviceControl> control_;
   const int64_t max_shards_in_flight_;
+  const std::shared_ptr<MemoryAccount> pinned_memory_;
 };
 
 }  // namespace pricer

@@ -124,7 +124,7 @@ FakeEngine MakeFakeEngine(const std::vector<int64_t>& budgets, EngineOptions opt
   std::vector<std::unique_ptr<Device>> devices;
   for (size_t d = 0; d < budgets.size(); ++d) {
     auto device = std::make_unique<FakeDevice>(absl::StrCat("fake", d), budgets[d], fake.control,
-                                               max_shards_in_flight);
+                                               max_shards_in_flight, options.pinned_memory);
     fake.devices.push_back(device.get());
     devices.push_back(std::move(device));
   }

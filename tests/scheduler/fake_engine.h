@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/model/job_spec.h"
 #include "server/model/statistics.h"
 #include "server/scheduler/engine.h"
-#include "server/model/job_spec.h"
 #include "server/scheduler/shard_planner.h"
 #include "tests/scheduler/fake_device.h"
 
@@ -24,6 +24,8 @@ inline constexpr int64_t kFakePaths = 4;
 inline constexpr int64_t kFakeIssuers = 2;
 inline constexpr int64_t kFakeResidentBytes = 4 * kFakePaths * kFakeIssuers;
 inline constexpr int64_t kFakeShardBytes = 4 * (kFakePaths + kFakeIssuers) * kColumnAlignment;
+// What one such shard stages through pinned memory, when the devices do.
+inline constexpr int64_t kFakePinnedShardBytes = 4 * kFakePaths * kColumnAlignment;
 // A budget no FakeJob comes near.
 inline constexpr int64_t kFakeLargeBudget = int64_t{1} << 30;
 
@@ -42,7 +44,8 @@ struct FakeEngine {
 // One worker per device, so that each runs one shard at a time.
 EngineOptions OneShardSlot();
 
-// One budget per device; each gets `max_shards_in_flight` for its own limit.
+// One budget per device; each gets `max_shards_in_flight` for its own limit,
+// and stages through options.pinned_memory when it is set.
 FakeEngine MakeFakeEngine(const std::vector<int64_t>& budgets, EngineOptions options = {},
                           int64_t max_shards_in_flight = 4);
 

@@ -1,6 +1,7 @@
 // The engine's scheduling on fake devices (fake_device.h): the order in
-// which a device serves clients and jobs, and how the memory budgets admit
-// work. Every shard's values are checked exactly.
+// which a device serves clients and jobs, and how the memory budgets (each
+// device's, and the host's pinned memory the devices share) admit work.
+// Every shard's values are checked exactly.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -206,6 +207,73 @@ TEST(SchedulerBudgetTest, ShardsNarrowUntilEveryDeviceHoldsOne) {
     EXPECT_LE(device.peak_bytes, device.memory_budget_bytes) << device.name;
     EXPECT_EQ(device.bytes_in_use, 0) << device.name;
   }
+}
+
+// Devices that stage through the host's pinned memory, sharing `sets`
+// shard staging sets of it, each device with room for four shards.
+FakeEngine PinnedEngine(int64_t sets) {
+  EngineOptions options;
+  options.pinned_memory = std::make_shared<MemoryAccount>(sets * kFakePinnedShardBytes);
+  return MakeFakeEngine({kResident + 4 * kShard, kResident + 4 * kShard}, options);
+}
+
+TEST(SchedulerPinnedMemoryTest, ShardsOnEveryDeviceWaitForTheHostsPinnedMemory) {
+  FakeEngine fake = PinnedEngine(1);
+  fake.control->Hold();
+  std::vector<std::shared_ptr<Job>> jobs = {Submitted(*fake.engine, FakeJob("a", 1, 4)),
+                                            Submitted(*fake.engine, FakeJob("b", 2, 4))};
+  ASSERT_TRUE(jobs[0] && jobs[1]);
+  // Each device would run four shards at once; the pinned memory holds one.
+  EXPECT_EQ(jobs[0]->device_plans()[0].shards_in_flight, 4);
+  EXPECT_EQ(jobs[0]->pinned_shard_bytes(),
+            (std::vector<int64_t>{kFakePinnedShardBytes, kFakePinnedShardBytes}));
+  ASSERT_TRUE(fake.control->AwaitArrivals(1));
+  EXPECT_EQ(fake.engine->Status().pinned_bytes_in_use, kFakePinnedShardBytes);
+  fake.control->Open();
+  ExpectAllExact(jobs);
+  // A shard that allocated beyond the bound would have failed: none did,
+  // and the staging never held more than one set.
+  const EngineStatus status = fake.engine->Status();
+  EXPECT_EQ(status.pinned_peak_bytes, kFakePinnedShardBytes);
+  EXPECT_EQ(status.pinned_bytes_in_use, 0);
+  EXPECT_EQ(status.pinned_budget_bytes, kFakePinnedShardBytes);
+  int64_t done = 0;
+  for (const DeviceStatus& device : fake.engine->DeviceStatuses()) {
+    EXPECT_EQ(device.shards_failed, 0) << device.name;
+    EXPECT_LE(fake.control->max_running(device.name), 1) << device.name;
+    done += device.shards_done;
+  }
+  EXPECT_EQ(done, 8);
+}
+
+TEST(SchedulerPinnedMemoryTest, ShardsRunSideBySideAsFarAsThePinnedMemoryHoldsThem) {
+  FakeEngine fake = PinnedEngine(3);
+  fake.control->Hold();
+  auto job = Submitted(*fake.engine, FakeJob("a", 1, 8));
+  ASSERT_TRUE(job);
+  ASSERT_TRUE(fake.control->AwaitArrivals(3));
+  EXPECT_EQ(fake.engine->Status().pinned_bytes_in_use, 3 * kFakePinnedShardBytes);
+  fake.control->Open();
+  ExpectExact(Collect(job), job->spec());
+  // Three shards at once (the gate held them), never a fourth.
+  EXPECT_EQ(fake.engine->Status().pinned_peak_bytes, 3 * kFakePinnedShardBytes);
+  for (const DeviceStatus& device : fake.engine->DeviceStatuses()) {
+    EXPECT_EQ(device.shards_failed, 0) << device.name;
+  }
+}
+
+TEST(SchedulerPinnedMemoryTest, AShardWhoseStagingExceedsThePinnedMemoryIsRefused) {
+  EngineOptions options;
+  options.pinned_memory = std::make_shared<MemoryAccount>(kFakePinnedShardBytes - 1);
+  FakeEngine fake = MakeFakeEngine({kFakeLargeBudget}, options);
+  absl::StatusOr<std::shared_ptr<Job>> job = fake.engine->Submit(FakeJob("a", 1, 2));
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(job.status().message(),
+            absl::StrCat("the job needs ", kFakePinnedShardBytes,
+                         " bytes of pinned host memory on fake0 (staging one shard of 256 "
+                         "columns); the host's pinned memory is ",
+                         kFakePinnedShardBytes - 1, " bytes (--pinned-memory)"));
+  EXPECT_EQ(fake.engine->Status().queued_jobs, 0);
 }
 
 }  // namespace

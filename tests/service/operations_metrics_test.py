@@ -22,10 +22,11 @@ class MetricsTest(OperationsTestCase):
     by promtool, and scraped by a real Prometheus."""
 
     ISSUERS, PATHS, COLUMNS = 6, 100_000, 700  # 256-column shards: 3 per call
+    PINNED = 96 << 20  # --pinned-memory: a cpu device stages nothing through it
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server()
+        cls.server = Server(flags=("--pinned-memory", "96MiB"))
         try:
             cls._workload()
         except BaseException:
@@ -85,7 +86,11 @@ class MetricsTest(OperationsTestCase):
                     "gauge": ["pricer_queue_wait_average_seconds", "pricer_jobs",
                               "pricer_device_memory_budget_bytes",
                               "pricer_device_memory_in_use_bytes",
-                              "pricer_device_memory_peak_bytes", "pricer_pending_chunk_bytes",
+                              "pricer_device_memory_peak_bytes",
+                              "pricer_device_memory_headroom_bytes", "pricer_pending_chunk_bytes",
+                              "pricer_pinned_memory_limit_bytes",
+                              "pricer_pinned_memory_in_use_bytes",
+                              "pricer_pinned_memory_peak_bytes",
                               "pricer_scenario_store_bytes", "pricer_build_info"],
                     "histogram": ["pricer_job_duration_seconds"]}
         for kind, families in expected.items():
@@ -141,6 +146,15 @@ class MetricsTest(OperationsTestCase):
                          device.peak_bytes)
         self.assertEqual(s.total("pricer_device_memory_in_use_bytes", device="cpu0"),
                          device.bytes_in_use)
+        # A cpu device holds nothing outside its budget, and stages nothing
+        # through the pinned memory, whose bound is the flag's.
+        self.assertEqual(s.total("pricer_device_memory_headroom_bytes", device="cpu0"), 0)
+        self.assertEqual(device.headroom_bytes, 0)
+        self.assertEqual(self.devices.pinned_memory_bytes, self.PINNED)
+        self.assertEqual(s.total("pricer_pinned_memory_limit_bytes"), self.PINNED)
+        self.assertEqual(self.devices.pinned_peak_bytes, 0)
+        self.assertEqual(s.total("pricer_pinned_memory_peak_bytes"), 0)
+        self.assertEqual(s.total("pricer_pinned_memory_in_use_bytes"), 0)
         self.assertGreater(device.peak_bytes, 0)
         self.assertEqual(device.shards_done, self.shards)
         self.assertAlmostEqual(s.total("pricer_device_busy_seconds_total", device="cpu0"),

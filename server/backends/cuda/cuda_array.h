@@ -1,18 +1,16 @@
-// CUDA allocations: device arrays are AccountedArrays (counted in the
+// CUDA allocations, both AccountedArrays: device arrays (counted in the
 // device's MemoryAccount, the engine's budget) whose memory comes from
-// cudaMalloc; pinned host staging buffers are owned but not counted.
+// cudaMalloc, and pinned host staging buffers (counted in the host's pinned
+// memory account, --pinned-memory) from cudaHostAlloc.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "server/backends/cuda/cuda_status.h"
 #include "server/scheduler/allocation_table.h"
 #include "server/scheduler/memory_account.h"
@@ -44,29 +42,27 @@ absl::Status AllocateOnDevice(MemoryAccount& account, const Buffer& buffer,
   return DeviceArray<T>::Allocate(account, buffer, out, CudaDeviceMemory{device});
 }
 
-// Page-locked host memory, which asynchronous copies need; outside any
-// budget (host memory, bounded by the shard width).
-template <typename T>
-class PinnedArray {
- public:
-  static absl::Status Allocate(int64_t size, absl::string_view what, absl::string_view device,
-                               PinnedArray* out) {
-    const int64_t bytes = std::max<int64_t>(size, 1) * static_cast<int64_t>(sizeof(T));
-    void* data = nullptr;
-    RETURN_IF_ERROR(
-        CudaStatus(cudaHostAlloc(&data, static_cast<size_t>(bytes), cudaHostAllocDefault),
-                   "cudaHostAlloc", absl::StrCat(device, " (", what, ", ", bytes, " bytes)")));
-    out->data_.reset(static_cast<T*>(data));
-    return absl::OkStatus();
+// The AccountedArray memory policy of page-locked host memory, which
+// asynchronous copies need. `device` names the GPU it stages for in errors.
+struct CudaPinnedMemory {
+  std::string device;
+
+  absl::Status Allocate(int64_t bytes, absl::string_view what, void** out) const {
+    return CudaStatus(cudaHostAlloc(out, static_cast<size_t>(bytes), cudaHostAllocDefault),
+                      "cudaHostAlloc", absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
   }
-
-  T* data() { return data_.get(); }
-
- private:
-  struct Free {
-    void operator()(T* data) const { cudaFreeHost(data); }
-  };
-  std::unique_ptr<T, Free> data_;
+  static void Free(void* data) { cudaFreeHost(data); }
 };
+
+template <typename T>
+using PinnedArray = AccountedArray<T, CudaPinnedMemory>;
+
+// Allocates `buffer`, a pinned entry of the job's AllocationTable, staging
+// for GPU `device`, counted in the host's pinned memory `account`.
+template <typename T>
+absl::Status AllocatePinned(MemoryAccount& account, const Buffer& buffer, const std::string& device,
+                            PinnedArray<T>* out) {
+  return PinnedArray<T>::Allocate(account, buffer, out, CudaPinnedMemory{device});
+}
 
 }  // namespace pricer

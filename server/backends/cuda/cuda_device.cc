@@ -7,14 +7,22 @@
 
 namespace pricer {
 
-CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes)
-    : Device(std::move(name), budget_bytes), ordinal_(ordinal) {}
+CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, const GpuProfile& gpu,
+                       std::shared_ptr<MemoryAccount> pinned_memory)
+    : Device(std::move(name), budget_bytes),
+      ordinal_(ordinal),
+      gpu_(gpu),
+      pinned_memory_(std::move(pinned_memory)) {}
 
 CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t paths = spec.paths;
   const int64_t issuers = spec.market.issuers();
   const int64_t w = shard_columns;
   const StatisticsSelection& selection = spec.output.statistics;
+  const auto cublas = [&](absl::string_view workspace, absl::string_view state) {
+    return CudaJobBuffers::Cublas{BufferOf<char>(workspace, gpu_.cublas_workspace_bytes()),
+                                  BufferOf<char>(state, gpu_.cublas_handle_bytes)};
+  };
   CudaJobBuffers b;
   b.st = BufferOf<float>("terminal prices ST", paths * issuers);
   b.spot_f64 = BufferOf<double>("spot (float64)", issuers);
@@ -27,9 +35,9 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
     b.correlation = CudaJobBuffers::Correlation{
         BufferOf<float>("independent shocks Z", paths * issuers),
         BufferOf<float>("correlation factor L", issuers * issuers),
-        BufferOf<char>("cuBLAS workspace (correlating ST)", kCublasWorkspaceBytes)};
+        cublas("cuBLAS workspace (correlating ST)", "cuBLAS handle (correlating ST)")};
   }
-  b.cublas_workspace = BufferOf<char>("cuBLAS workspace", kCublasWorkspaceBytes);
+  b.cublas = cublas("cuBLAS workspace", "cuBLAS handle");
   b.a_block = BufferOf<float>("scenario block A", issuers * w);
   b.sc_block = BufferOf<float>("result block SC", paths * w);
   if (selection.any()) {
@@ -42,6 +50,11 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
                              BufferOf<float>("sort keys (alternate)", paths * cuda::kSortColumns),
                              BufferOf<char>("sort scratch", cuda::SortScratchBytes(paths))};
   }
+  if (b.statistics) {
+    b.statistics_host = BufferOf<double>("pinned statistics block", b.statistics->elements);
+  }
+  if (!spec.scenarios.generated()) b.a_host = BufferOf<float>("pinned scenario block", issuers * w);
+  if (spec.output.host_values()) b.values_host = BufferOf<float>("pinned result block", paths * w);
   return b;
 }
 
@@ -49,13 +62,17 @@ AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_colum
   const CudaJobBuffers b = BuffersOf(spec, shard_columns);
   AllocationTable table{
       {b.st, b.spot_f64, b.order_levels, b.sort_offsets, b.spot, b.drift, b.diffusion},
-      {b.cublas_workspace, b.a_block, b.sc_block}};
+      {b.cublas.workspace, b.cublas.state, b.a_block, b.sc_block}};
   if (const auto& c = b.correlation) {
-    table.resident.insert(table.resident.end(), {c->shocks, c->factor, c->cublas_workspace});
+    table.resident.insert(table.resident.end(),
+                          {c->shocks, c->factor, c->cublas.workspace, c->cublas.state});
   }
   if (b.statistics) table.per_shard.push_back(*b.statistics);
   if (const auto& s = b.sort) {
     table.per_shard.insert(table.per_shard.end(), {s->keys, s->keys_alternate, s->scratch});
+  }
+  for (const std::optional<Buffer>& host : {b.statistics_host, b.a_host, b.values_host}) {
+    if (host) table.pinned_per_shard.push_back(*host);
   }
   return table;
 }

@@ -20,14 +20,51 @@
 
 namespace pricer {
 
+// What a CudaDevice knows of its GPU: MakeCudaDevice reads and measures it
+// when the device is made, before any job runs.
+struct GpuProfile {
+  // The compute capability, major * 10 + minor: 90 for Hopper (sm_90).
+  int compute_capability = 0;
+  // Device bytes one cuBLAS handle holds of its own, beyond the workspace
+  // we give it (measured: a second handle made after the first).
+  int64_t cublas_handle_bytes = 0;
+  // Device bytes the process holds that no job's AllocationTable counts:
+  // the CUDA context, and the cuBLAS and kernel modules loaded into it on
+  // first use (measured: free memory before the context existed, less free
+  // memory after a cuBLAS GEMM and one of our kernels ran, less what that
+  // probe allocated itself). The budget is capped at free memory less this.
+  int64_t context_headroom_bytes = 0;
+  // Whether the free memory before the context was read (NVML); without it
+  // the headroom leaves out the context's own bytes.
+  bool context_measured = false;
+
+  // The cuBLAS workspace of each handle, as the cuBLAS documentation
+  // recommends for the architecture (cublasSetWorkspace): 32 MiB from
+  // Hopper (sm_90) on, 4 MiB before it.
+  int64_t cublas_workspace_bytes() const {
+    return compute_capability >= 90 ? int64_t{32} << 20 : int64_t{4} << 20;
+  }
+};
+
+// A device made without measuring a GPU (the sizing tests, on hosts without
+// one): a Hopper, whose handles and context are taken to hold nothing the
+// table does not count.
+inline constexpr GpuProfile kUnmeasuredHopper{90, 0, 0, false};
+
 // What a cuda job allocates on its GPU, each buffer an entry of its
-// AllocationTable (CudaDevice::Allocations) and allocated from it. Host
-// staging buffers (pinned, bounded by the shard width) are not in it: the
-// budget is the GPU's memory.
+// AllocationTable (CudaDevice::Allocations) and allocated from it, and the
+// pinned host buffers its shards stage through (the table's
+// pinned_per_shard, counted against the host's pinned memory).
 struct CudaJobBuffers {
   // Rows of the statistics block before the order statistics: V0, mean,
   // stddev, min, max (LaunchMoments writes the four after V0).
   static constexpr int64_t kFixedStatisticRows = 5;
+
+  // What a cuBLAS handle holds on the GPU: the workspace we allocate for it
+  // and its own state (GpuProfile::cublas_handle_bytes, reserved).
+  struct Cublas {
+    Buffer workspace, state;
+  };
 
   // Resident: ST (P x N float32), the spot in float64 (for V0), the order
   // statistics' levels (one at least: the table's minimum) and the segment
@@ -37,15 +74,17 @@ struct CudaJobBuffers {
   // each issuer, float32.
   Buffer spot, drift, diffusion;
   // The same, for correlated issuers only: the shocks Z (P x N), the factor
-  // L (N x N) and the workspace of the cuBLAS handle of the GEMM ST = Z L^T.
+  // L (N x N) and the cuBLAS handle of the GEMM ST = Z L^T.
   struct Correlation {
-    Buffer shocks, factor, cublas_workspace;
+    Buffer shocks, factor;
+    Cublas cublas;
   };
   std::optional<Correlation> correlation;
 
-  // Per shard w wide: the workspace of its cuBLAS handle, the A block
-  // (N x w) and the SC block (P x w), float32.
-  Buffer cublas_workspace, a_block, sc_block;
+  // Per shard w wide: its cuBLAS handle, the A block (N x w) and the SC
+  // block (P x w), float32.
+  Cublas cublas;
+  Buffer a_block, sc_block;
   // When statistics are asked for: their block, float64 (rows x w).
   std::optional<Buffer> statistics;
   // When order statistics are: the sort's two key buffers (P x 256 float32,
@@ -54,6 +93,11 @@ struct CudaJobBuffers {
     Buffer keys, keys_alternate, scratch;
   };
   std::optional<Sort> sort;
+
+  // Pinned host staging per shard, each as large as the device block it
+  // mirrors: the statistics block (when statistics are asked for), the A
+  // block (inline scenarios) and the SC block (when values go to the host).
+  std::optional<Buffer> statistics_host, a_host, values_host;
 };
 
 class CudaDevice : public Device {
@@ -61,16 +105,20 @@ class CudaDevice : public Device {
   // Shards of one job in flight on a GPU: two, so that one shard's copies and
   // host-side work overlap the other's GEMMs, each on its own streams.
   static constexpr int64_t kShardSlots = 2;
-  // The cuBLAS workspace of each handle (NVIDIA's recommendation for Hopper).
-  static constexpr int64_t kCublasWorkspaceBytes = 32 << 20;
 
   // Nothing touches GPU `ordinal` until a job starts, so a CudaDevice can be
   // made and sized on a host without one (its jobs then fail with
-  // UNAVAILABLE).
-  CudaDevice(std::string name, int ordinal, int64_t budget_bytes);
+  // UNAVAILABLE). Its jobs' pinned staging is allocated from
+  // `pinned_memory`, the host's, which the engine admits shards against
+  // (EngineOptions::pinned_memory).
+  CudaDevice(std::string name, int ordinal, int64_t budget_bytes, const GpuProfile& gpu,
+             std::shared_ptr<MemoryAccount> pinned_memory);
 
   std::string kind() const override { return "cuda"; }
+  int64_t headroom_bytes() const override { return gpu_.context_headroom_bytes; }
   int ordinal() const { return ordinal_; }
+  const GpuProfile& gpu() const { return gpu_; }
+  MemoryAccount& pinned_memory() { return *pinned_memory_; }
   // The buffers of a job, named, as its DeviceJob allocates them.
   CudaJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;
   AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
@@ -80,6 +128,8 @@ class CudaDevice : public Device {
 
  private:
   const int ordinal_;
+  const GpuProfile gpu_;
+  const std::shared_ptr<MemoryAccount> pinned_memory_;
 };
 
 // The GPUs this process can use, or UNAVAILABLE saying why there are none
@@ -87,11 +137,11 @@ class CudaDevice : public Device {
 absl::StatusOr<int> CudaDeviceCount();
 
 // The device "cuda<ordinal>" with a budget of `bytes`, or when `bytes` is 0
-// of `fraction` of the GPU's free memory now; either is capped at the free
-// memory less kCudaHeadroomBytes (the CUDA context and the cuBLAS and CUB
-// kernels need room the budget does not count).
-inline constexpr int64_t kCudaHeadroomBytes = int64_t{512} << 20;
-absl::StatusOr<std::unique_ptr<CudaDevice>> MakeCudaDevice(int ordinal, int64_t bytes,
-                                                           double fraction);
+// of `fraction` of the GPU's free memory before the process touched it;
+// either is capped at that free memory less the measured context headroom
+// (GpuProfile), which is logged. Its pinned staging comes from
+// `pinned_memory`.
+absl::StatusOr<std::unique_ptr<CudaDevice>> MakeCudaDevice(
+    int ordinal, int64_t bytes, double fraction, std::shared_ptr<MemoryAccount> pinned_memory);
 
 }  // namespace pricer

@@ -23,17 +23,17 @@ absl::Status MakeEvent(const std::string& device, bool timing, Event* out) {
 }
 
 absl::Status MakeCublas(const std::string& device, cudaStream_t stream, MemoryAccount& account,
-                        const Buffer& workspace_buffer, Cublas* out, DeviceArray<char>* workspace) {
+                        const CudaJobBuffers::Cublas& buffers, CublasHandle* out) {
+  RETURN_IF_ERROR(Reservation::Reserve(account, buffers.state, &out->state));
   cublasHandle_t handle = nullptr;
   RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(device, cublasCreate(&handle)));
-  out->reset(handle);
+  out->handle.reset(handle);
   RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(device, cublasSetStream(handle, stream)));
   // After cublasSetStream, which resets the workspace to cuBLAS's own pool.
-  RETURN_IF_ERROR(AllocateOnDevice(account, workspace_buffer, device, workspace));
-  RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
-      device,
-      cublasSetWorkspace(handle, workspace->data(), static_cast<size_t>(workspace->size()))));
-  return absl::OkStatus();
+  RETURN_IF_ERROR(AllocateOnDevice(account, buffers.workspace, device, &out->workspace));
+  return PRICER_CUBLAS_STATUS(device,
+                              cublasSetWorkspace(handle, out->workspace.data(),
+                                                 static_cast<size_t>(out->workspace.size())));
 }
 
 }  // namespace pricer

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "server/backends/cuda/cuda_array.h"
+#include "server/backends/cuda/cuda_device.h"
 #include "server/scheduler/allocation_table.h"
 #include "server/scheduler/memory_account.h"
 
@@ -34,10 +35,22 @@ absl::Status MakeStream(const std::string& device, Stream* out);
 // An event, with timing when `timing`.
 absl::Status MakeEvent(const std::string& device, bool timing, Event* out);
 
-// A cuBLAS handle on `stream` whose workspace is `workspace_buffer` (an
-// entry of the job's AllocationTable), allocated into `workspace` and counted
-// in `account`. Destroy the handle before its workspace.
+// A cuBLAS handle and the device bytes it holds, both counted: the
+// workspace we allocate for it and its own state (measured at start,
+// reserved). Members are destroyed in reverse: the handle before its
+// workspace.
+struct CublasHandle {
+  Reservation state;
+  DeviceArray<char> workspace;
+  Cublas handle;
+
+  cublasHandle_t get() const { return handle.get(); }
+};
+
+// A cuBLAS handle on `stream` for the entries `buffers` of the job's
+// AllocationTable, counted in `account` (its state reserved before
+// cublasCreate, so a handle that does not fit is refused before it exists).
 absl::Status MakeCublas(const std::string& device, cudaStream_t stream, MemoryAccount& account,
-                        const Buffer& workspace_buffer, Cublas* out, DeviceArray<char>* workspace);
+                        const CudaJobBuffers::Cublas& buffers, CublasHandle* out);
 
 }  // namespace pricer

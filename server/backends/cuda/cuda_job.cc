@@ -66,6 +66,7 @@ class CudaJob {
       : spec_(spec),
         name_(device.name()),
         memory_(device.memory()),
+        pinned_(device.pinned_memory()),
         shard_columns_(shard_columns),
         buffers_(device.BuffersOf(spec, shard_columns)),
         levels_host_(OrderLevels(spec.output.statistics, spec.paths)) {}
@@ -150,13 +151,11 @@ class CudaJob {
     // x = L z for every path: ST = Z L^T, one GEMM.
     const CudaJobBuffers::Correlation& buffers = *buffers_.correlation;
     DeviceArray<float> z, factor;
-    DeviceArray<char> workspace;
-    Cublas cublas;  // destroyed before its workspace
+    CublasHandle cublas;
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers.shocks, name_, &z));
     RETURN_IF_ERROR(
         Upload(name_, memory_, buffers.factor, spec_.market.correlation_factor, stream, &factor));
-    RETURN_IF_ERROR(
-        MakeCublas(name_, stream, memory_, buffers.cublas_workspace, &cublas, &workspace));
+    RETURN_IF_ERROR(MakeCublas(name_, stream, memory_, buffers.cublas, &cublas));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cuda::LaunchShocks(spec_.seed, spec_.antithetic, paths, issuers, z.data(), stream)));
     const float one = 1.0f, zero = 0.0f;
@@ -177,7 +176,7 @@ class CudaJob {
         return slot;
       }
     }
-    return MakeShardSlot(spec_, buffers_, shard_columns_, name_, memory_);
+    return MakeShardSlot(buffers_, shard_columns_, name_, memory_, pinned_);
   }
 
   void ReturnSlot(std::unique_ptr<ShardSlot> slot) {
@@ -200,6 +199,7 @@ class CudaJob {
   const JobSpec& spec_;
   const std::string name_;
   MemoryAccount& memory_;
+  MemoryAccount& pinned_;  // the host's, for the slots' staging
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;

@@ -11,8 +11,7 @@ absl::Status MakeStreamsAndCublas(const std::string& device, MemoryAccount& acco
                                   const CudaJobBuffers& buffers, ShardSlot& slot) {
   RETURN_IF_ERROR(MakeStream(device, &slot.compute));
   RETURN_IF_ERROR(MakeStream(device, &slot.copy));
-  return MakeCublas(device, slot.compute.get(), account, buffers.cublas_workspace, &slot.cublas,
-                    &slot.workspace);
+  return MakeCublas(device, slot.compute.get(), account, buffers.cublas, &slot.cublas);
 }
 
 // The per-shard entries of `buffers`, on the GPU.
@@ -41,20 +40,16 @@ absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& acc
   return absl::OkStatus();
 }
 
-// Host staging, as large as the device buffers it mirrors.
-absl::Status AllocatePinnedBuffers(const JobSpec& spec, const std::string& device,
+// Host staging, counted in the host's `pinned` account.
+absl::Status AllocatePinnedBuffers(const std::string& device, MemoryAccount& pinned,
                                    const CudaJobBuffers& buffers, ShardSlot& slot) {
-  if (buffers.statistics) {
-    RETURN_IF_ERROR(PinnedArray<double>::Allocate(
-        buffers.statistics->elements, "pinned statistics block", device, &slot.statistics_host));
+  if (const auto& b = buffers.statistics_host) {
+    RETURN_IF_ERROR(AllocatePinned(pinned, *b, device, &slot.statistics_host));
   }
-  if (!spec.scenarios.generated()) {
-    RETURN_IF_ERROR(PinnedArray<float>::Allocate(buffers.a_block.elements, "pinned scenario block",
-                                                 device, &slot.a_host));
-  }
-  if (spec.output.host_values()) {
-    RETURN_IF_ERROR(PinnedArray<float>::Allocate(buffers.sc_block.elements, "pinned result block",
-                                                 device, &slot.values_host));
+  if (const auto& b = buffers.a_host)
+    RETURN_IF_ERROR(AllocatePinned(pinned, *b, device, &slot.a_host));
+  if (const auto& b = buffers.values_host) {
+    RETURN_IF_ERROR(AllocatePinned(pinned, *b, device, &slot.values_host));
   }
   return absl::OkStatus();
 }
@@ -75,15 +70,15 @@ absl::Status MakeEvents(const std::string& device, int64_t shard_columns, ShardS
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const JobSpec& spec,
-                                                         const CudaJobBuffers& buffers,
+absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& buffers,
                                                          int64_t shard_columns,
                                                          const std::string& device,
-                                                         MemoryAccount& account) {
+                                                         MemoryAccount& account,
+                                                         MemoryAccount& pinned) {
   auto slot = std::make_unique<ShardSlot>();
   RETURN_IF_ERROR(MakeStreamsAndCublas(device, account, buffers, *slot));
   RETURN_IF_ERROR(AllocateDeviceBuffers(device, account, buffers, *slot));
-  RETURN_IF_ERROR(AllocatePinnedBuffers(spec, device, buffers, *slot));
+  RETURN_IF_ERROR(AllocatePinnedBuffers(device, pinned, buffers, *slot));
   RETURN_IF_ERROR(MakeEvents(device, shard_columns, *slot));
   return slot;
 }

@@ -1,7 +1,8 @@
 // What one shard of a cuda job in flight uses: its streams, cuBLAS handle,
-// device buffers (CudaJobBuffers' per-shard entries), pinned staging buffers
-// and events. A job keeps its slots for its next shards (the engine commits
-// ShardBytes for each shard it runs here at once).
+// device buffers and pinned staging buffers (CudaJobBuffers' per-shard
+// entries) and events. A job keeps its slots for its next shards (the
+// engine commits the per-shard entries once for each shard it runs here at
+// once).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +27,7 @@ inline constexpr int64_t kCudaGemmColumns = kColumnAlignment;
 
 struct ShardSlot {
   Stream compute, copy;
-  DeviceArray<char> workspace;
-  Cublas cublas;  // destroyed before its workspace
+  CublasHandle cublas;
   DeviceArray<float> a, sc;
   DeviceArray<double> statistics;  // rows x shard_columns, zeroed
   DeviceArray<float> sort_keys, sort_keys_alternate;
@@ -39,13 +39,13 @@ struct ShardSlot {
   Event start, multiplied, reduced;       // timing
 };
 
-// A slot for the shards (`shard_columns` wide at most) of `spec` on the
+// A slot for the shards (`shard_columns` wide at most) of a job on the
 // current device `device`, its device buffers from `buffers` counted in
-// `account`.
-absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const JobSpec& spec,
-                                                         const CudaJobBuffers& buffers,
+// `account` and its staging buffers in the host's `pinned` account.
+absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& buffers,
                                                          int64_t shard_columns,
                                                          const std::string& device,
-                                                         MemoryAccount& account);
+                                                         MemoryAccount& account,
+                                                         MemoryAccount& pinned);
 
 }  // namespace pricer

@@ -1,7 +1,8 @@
 // The cuda backend through the engine. Without a GPU: the failure of a job
 // that needs one (the engine carries on, on cpu devices where there are
 // some). With a GPU: results against the cpu backend on the same request, and
-// the device memory a job takes (cuda_sizing_test for the sizing itself).
+// the device memory a job takes, as the engine counts it and as the GPU
+// reports it (cuda_sizing_test for the sizing itself).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -163,9 +164,10 @@ struct Comparison {
 Comparison RunBoth(const JobSpec& spec) {
   Comparison c;
   std::unique_ptr<Engine> gpu = MakeCudaEngine();
+  GpuMemoryWatch watch;
   c.gpu = RunJob(*gpu, spec);
   EXPECT_TRUE(c.gpu.status.ok()) << c.gpu.status;
-  EXPECT_LE(gpu->DeviceStatuses()[0].peak_bytes, kCudaBudget);
+  ExpectGpuUseWithinBudget(*gpu, watch.Stop());
   std::unique_ptr<Engine> cpu = MakeEngine();
   c.cpu = RunJob(*cpu, spec);
   EXPECT_TRUE(c.cpu.status.ok()) << c.cpu.status;
@@ -284,9 +286,13 @@ TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
     JobSpec spec =
         RiskSpec(ScenarioMatrix::Inline(issuers, columns, InlineValues(issuers, columns)));
     if (correlated) spec.market.correlation_factor = EqualCorrelationFactor(issuers, 0.3);
-    CudaDevice device("cuda0", 0, kCudaBudget);
+    const std::shared_ptr<MemoryAccount> pinned = PinnedMemory();
+    const std::unique_ptr<CudaDevice> made = MakeTestCudaDevice(kCudaBudget, pinned);
+    CudaDevice& device = *made;
     const AllocationTable table = device.Allocations(spec, width);
     const CudaJobBuffers buffers = device.BuffersOf(spec, width);
+    // Full output and inline scenarios: every pinned entry too.
+    ASSERT_EQ(table.pinned_per_shard.size(), 3u);
     ASSERT_EQ(buffers.correlation.has_value(), correlated);
     ASSERT_TRUE(buffers.statistics.has_value() && buffers.sort.has_value());
     // What stays once ST is built; the other resident entries go with it.
@@ -301,11 +307,14 @@ TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
     ShardOutput out;
     const absl::Status run = (*job)->RunShard(Shard{0, 0, width, 0, width}, &out);
     ASSERT_TRUE(run.ok()) << run;
-    // The shard's slot, kept for the next shard: the per-shard entries.
+    // The shard's slot, kept for the next shard: the per-shard entries, on
+    // the GPU and pinned on the host.
     EXPECT_EQ(device.memory().in_use(), held + table.shard_bytes());
     EXPECT_EQ(device.memory().peak(), std::max(table.resident_bytes(), held + table.shard_bytes()));
+    EXPECT_EQ(pinned->in_use(), table.pinned_shard_bytes());
     job->reset();
     EXPECT_EQ(device.memory().in_use(), 0);
+    EXPECT_EQ(pinned->in_use(), 0);
   }
 }
 
@@ -313,13 +322,16 @@ TEST(CudaEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {
   REQUIRE_GPU();
   JobSpec spec = RiskSpec(ScenarioMatrix::Generated(100, 5000, 8, 0.0f, 1.0f));
   // Exactly room for ST and two shards of the planner's width: both slots
-  // run at the edge of the budget.
-  const CudaDevice probe("cuda0", 0, 0);
+  // run at the edge of the budget, and what the GPU reports in use stays
+  // within it and the measured headroom.
+  const std::unique_ptr<CudaDevice> probe = MakeTestCudaDevice(kCudaBudget, PinnedMemory());
   const int64_t width = PlanShards(spec).shard_columns;
-  const int64_t budget = probe.ResidentBytes(spec) + 2 * probe.ShardBytes(spec, width);
+  const int64_t budget = probe->ResidentBytes(spec) + 2 * probe->ShardBytes(spec, width);
   std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
+  GpuMemoryWatch watch;
   const JobResult result = RunJob(*engine, spec);
   ASSERT_TRUE(result.status.ok()) << result.status;
+  ExpectGpuUseWithinBudget(*engine, watch.Stop());
   const DeviceStatus status = engine->DeviceStatuses()[0];
   EXPECT_EQ(status.shards_done, PlanShards(spec).shard_count);
   EXPECT_GT(status.peak_bytes, 0);

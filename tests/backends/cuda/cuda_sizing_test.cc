@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/kernels.h"
 #include "server/scheduler/engine.h"
@@ -36,14 +37,18 @@ std::vector<Entry> Concat(std::initializer_list<std::vector<Entry>> parts) {
   return all;
 }
 
+// A Hopper as a GPU host would measure one: each cuBLAS handle holds 3 MiB
+// of its own.
+constexpr GpuProfile kMeasuredHopper{90, 3 << 20, 700 << 20, true};
+
 // The one restatement of what a cuda job allocates (CudaJobBuffers), entry
 // by entry; the other sizing cases check sums in closed form, and
 // AJobAllocatesTheBuffersOfItsTableAndNoOthers (cuda_engine_test, with a GPU)
 // that the job allocates just these.
 TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
-  const CudaDevice device("cuda0", 0, kCudaBudget);
+  const CudaDevice device("cuda0", 0, kCudaBudget, kMeasuredHopper, PinnedMemory());
   const int64_t p = 10000, n = 500, w = 1024;
-  const int64_t workspace = 32 << 20;
+  const int64_t workspace = 32 << 20, handle = 3 << 20;
   const int64_t level_bytes = sizeof(cuda::OrderLevel);
   auto held = [&](int64_t levels) {
     return std::vector<Entry>{{"terminal prices ST", p * n, 4},
@@ -54,8 +59,10 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   const std::vector<Entry> constants = {{"spot", n, 4}, {"drift", n, 4}, {"diffusion", n, 4}};
   const std::vector<Entry> correlation = {{"independent shocks Z", p * n, 4},
                                           {"correlation factor L", n * n, 4},
-                                          {"cuBLAS workspace (correlating ST)", workspace, 1}};
+                                          {"cuBLAS workspace (correlating ST)", workspace, 1},
+                                          {"cuBLAS handle (correlating ST)", handle, 1}};
   const std::vector<Entry> blocks = {{"cuBLAS workspace", workspace, 1},
+                                     {"cuBLAS handle", handle, 1},
                                      {"scenario block A", n * w, 4},
                                      {"result block SC", p * w, 4}};
   const std::vector<Entry> sort = {{"sort keys", p * 256, 4},
@@ -68,6 +75,9 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   EXPECT_THAT(Entries(all.resident), ElementsAreArray(Concat({held(9), constants, correlation})));
   EXPECT_THAT(Entries(all.per_shard),
               ElementsAreArray(Concat({blocks, {{"statistics block", (5 + 9) * w, 8}}, sort})));
+  // Generated scenarios, statistics only: the statistics block is staged.
+  EXPECT_THAT(Entries(all.pinned_per_shard),
+              ElementsAreArray(std::vector<Entry>{{"pinned statistics block", (5 + 9) * w, 8}}));
 
   // Independent issuers, no statistics: none of the buffers they need (an
   // empty buffer still takes one element: one order level).
@@ -77,18 +87,51 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   EXPECT_THAT(Entries(fewest.resident), ElementsAreArray(Concat({held(0), constants})));
   EXPECT_EQ(fewest.resident[2].bytes(), level_bytes);
   EXPECT_THAT(Entries(fewest.per_shard), ElementsAreArray(blocks));
+  EXPECT_THAT(Entries(fewest.pinned_per_shard), ElementsAreArray(std::vector<Entry>{}));
   // Moments only: the statistics block of five rows, no sort.
   spec.output.statistics = StatisticsSelection::Basic();
   EXPECT_THAT(Entries(device.Allocations(spec, w).per_shard),
               ElementsAreArray(Concat({blocks, {{"statistics block", 5 * w, 8}}})));
+  // Inline scenarios and full output: A staged in, SC staged out.
+  spec.scenarios = ScenarioMatrix::Inline(n, 1000, nullptr);
+  spec.output.full = true;
+  EXPECT_THAT(Entries(device.Allocations(spec, w).pinned_per_shard),
+              ElementsAreArray(std::vector<Entry>{{"pinned statistics block", 5 * w, 8},
+                                                  {"pinned scenario block", n * w, 4},
+                                                  {"pinned result block", p * w, 4}}));
 }
 
-TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheWorkspace) {
-  const CudaDevice device("cuda0", 0, kCudaBudget);
+// The workspace per the cuBLAS documentation for the architecture, and the
+// handle's own bytes as measured, in every handle a job makes: each shard's
+// and the one correlating ST.
+TEST(CudaDeviceSizingTest, EachHandleHoldsTheWorkspaceOfItsArchitectureAndItsMeasuredState) {
+  EXPECT_EQ(kUnmeasuredHopper.cublas_workspace_bytes(), 32 << 20);
+  EXPECT_EQ((GpuProfile{100, 0, 0, true}.cublas_workspace_bytes()), 32 << 20);  // Blackwell
+  EXPECT_EQ((GpuProfile{80, 0, 0, true}.cublas_workspace_bytes()), 4 << 20);    // Ampere
+  JobSpec spec = SeedExampleSpec(1000);
+  spec.market.correlation_factor = EqualCorrelationFactor(500, 0.3);
+  const int64_t w = 1024;
+  const CudaDevice hopper("cuda0", 0, kCudaBudget, kUnmeasuredHopper, PinnedMemory());
+  for (const GpuProfile& gpu : {GpuProfile{80, 1 << 20, 0, true}, kMeasuredHopper}) {
+    SCOPED_TRACE(gpu.compute_capability);
+    const CudaDevice device("cuda0", 0, kCudaBudget, gpu, PinnedMemory());
+    // Against an unmeasured Hopper (32 MiB, and one byte for a handle's
+    // unmeasured state): one handle's difference per shard and in ST's.
+    const int64_t handle_difference =
+        gpu.cublas_workspace_bytes() + gpu.cublas_handle_bytes - (int64_t{32} << 20) - 1;
+    EXPECT_EQ(device.ShardBytes(spec, w), hopper.ShardBytes(spec, w) + handle_difference);
+    EXPECT_EQ(device.ResidentBytes(spec), hopper.ResidentBytes(spec) + handle_difference);
+    EXPECT_EQ(device.headroom_bytes(), gpu.context_headroom_bytes);
+  }
+}
+
+TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheHandle) {
+  const CudaDevice device("cuda0", 0, kCudaBudget, kMeasuredHopper, PinnedMemory());
   JobSpec spec = SeedExampleSpec(1000);
   const int64_t p = 10000, n = 500, w = 1024;
   spec.output.statistics = StatisticsSelection::Basic();
-  const int64_t basic = 4 * (n + p) * w + CudaDevice::kCublasWorkspaceBytes + 8 * 5 * w;
+  const int64_t handle = kMeasuredHopper.cublas_workspace_bytes() + (3 << 20);
+  const int64_t basic = 4 * (n + p) * w + handle + 8 * 5 * w;
   EXPECT_EQ(device.ShardBytes(spec, w), basic);
   // Nine order statistics: their rows, two P x 256 sort buffers and the
   // sort's scratch.
@@ -99,21 +142,21 @@ TEST(CudaDeviceSizingTest, ShardBytesAreTheBlocksTheStatisticsAndTheWorkspace) {
 }
 
 TEST(CudaDeviceSizingTest, ResidentBytesHoldTerminalPricesAndTheCorrelationWhileItIsBuilt) {
-  const CudaDevice device("cuda0", 0, kCudaBudget);
+  const CudaDevice device("cuda0", 0, kCudaBudget, kMeasuredHopper, PinnedMemory());
   JobSpec spec = SeedExampleSpec(1000);
   const int64_t p = 10000, n = 500;
   const int64_t independent = device.ResidentBytes(spec);
   EXPECT_GE(independent, 4 * p * n);
   EXPECT_LT(independent, 4 * p * n + (1 << 20));
   spec.market.correlation_factor = EqualCorrelationFactor(n, 0.3);
-  EXPECT_EQ(device.ResidentBytes(spec),
-            independent + 4 * (p * n + n * n) + CudaDevice::kCublasWorkspaceBytes);
+  EXPECT_EQ(device.ResidentBytes(spec), independent + 4 * (p * n + n * n) +
+                                            kMeasuredHopper.cublas_workspace_bytes() + (3 << 20));
 }
 
 TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) {
   // 70 GB: the default budget (half the free memory) of a 141 GB H200.
   const int64_t budget = 70LL * 1000 * 1000 * 1000;
-  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
+  std::unique_ptr<Engine> engine = MakeSizingEngine(budget);
   absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(SeedExampleSpec(1000000));
   ASSERT_TRUE(job.ok()) << job.status();
   (*job)->Cancel(absl::CancelledError("sizing only"));
@@ -128,12 +171,12 @@ TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) 
 
 TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
   JobSpec spec = SeedExampleSpec(100000);
-  const CudaDevice probe("cuda0", 0, 0);
+  const CudaDevice probe("cuda0", 0, 0, kUnmeasuredHopper, PinnedMemory());
   // Room for ST and one shard of 768 columns: the planner's first choice of
   // 1792 (the 64 MiB SC target at P = 10,000) halved, rounded down to the
   // alignment.
   const int64_t budget = probe.ResidentBytes(spec) + probe.ShardBytes(spec, 768);
-  std::unique_ptr<Engine> engine = MakeCudaEngine(budget);
+  std::unique_ptr<Engine> engine = MakeSizingEngine(budget);
   absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(std::move(spec));
   ASSERT_TRUE(job.ok()) << job.status();
   (*job)->Cancel(absl::CancelledError("sizing only"));
@@ -142,10 +185,40 @@ TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
 }
 
 TEST(CudaDeviceSizingTest, AJobOverTheBudgetIsRefusedBeforeAnyCudaCall) {
-  std::unique_ptr<Engine> engine = MakeCudaEngine(64 << 20);
+  std::unique_ptr<Engine> engine = MakeSizingEngine(64 << 20);
   absl::StatusOr<std::shared_ptr<Job>> job = engine->Submit(SeedExampleSpec(10000));
   ASSERT_FALSE(job.ok());
   EXPECT_EQ(job.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// A shard stages through pinned host memory: one whose staging exceeds the
+// host's bound is refused before any CUDA call, naming the bytes and the
+// flag; within the bound the same job is admitted.
+TEST(CudaDeviceSizingTest, AShardWhoseStagingExceedsThePinnedBoundIsRefused) {
+  JobSpec spec = SeedExampleSpec(10000);
+  spec.output.full = true;  // P x w floats staged per shard
+  const CudaDevice probe("cuda0", 0, 0, kUnmeasuredHopper, PinnedMemory());
+  const int64_t width = PlanShards(spec).shard_columns;
+  const int64_t staging = probe.Allocations(spec, width).pinned_shard_bytes();
+  ASSERT_GE(staging, 4 * 10000 * width);
+
+  std::unique_ptr<Engine> small = MakeSizingEngine(kCudaBudget, staging - 1);
+  absl::StatusOr<std::shared_ptr<Job>> refused = small->Submit(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::AllOf(::testing::HasSubstr(absl::StrCat(staging, " bytes of pinned")),
+                               ::testing::HasSubstr("cuda0"),
+                               ::testing::HasSubstr(absl::StrCat(staging - 1, " bytes")),
+                               ::testing::HasSubstr("--pinned-memory")));
+  EXPECT_EQ(small->CheckFits(spec).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(small->Status().pinned_budget_bytes, staging - 1);
+
+  std::unique_ptr<Engine> enough = MakeSizingEngine(kCudaBudget, staging);
+  absl::StatusOr<std::shared_ptr<Job>> admitted = enough->Submit(spec);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  (*admitted)->Cancel(absl::CancelledError("sizing only"));
+  EXPECT_EQ((*admitted)->pinned_shard_bytes()[0], staging);
 }
 
 }  // namespace

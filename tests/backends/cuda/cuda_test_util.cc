@@ -1,7 +1,9 @@
 #include "tests/backends/cuda/cuda_test_util.h"
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <utility>
 
 #include "server/backends/cpu/cpu_device.h"
@@ -13,11 +15,90 @@ namespace pricer {
 
 bool HasGpu() { return CudaDeviceCount().ok(); }
 
-std::unique_ptr<Engine> MakeCudaEngine(int64_t budget, bool with_cpu) {
+std::shared_ptr<MemoryAccount> PinnedMemory(int64_t bytes) {
+  return std::make_shared<MemoryAccount>(bytes);
+}
+
+std::unique_ptr<CudaDevice> MakeTestCudaDevice(int64_t budget,
+                                               std::shared_ptr<MemoryAccount> pinned) {
+  if (HasGpu()) {
+    absl::StatusOr<std::unique_ptr<CudaDevice>> made = MakeCudaDevice(0, budget, 0, pinned);
+    EXPECT_TRUE(made.ok()) << made.status();
+    if (made.ok()) {
+      EXPECT_EQ((*made)->memory().budget(), budget) << "less free on the GPU than the test needs";
+      return std::move(*made);
+    }
+  }
+  return std::make_unique<CudaDevice>("cuda0", 0, budget, kUnmeasuredHopper, std::move(pinned));
+}
+
+namespace {
+
+std::unique_ptr<Engine> EngineOf(std::unique_ptr<CudaDevice> cuda, bool with_cpu,
+                                 std::shared_ptr<MemoryAccount> pinned) {
+  EngineOptions options;
+  options.pinned_memory = std::move(pinned);
   std::vector<std::unique_ptr<Device>> devices;
-  devices.push_back(std::make_unique<CudaDevice>("cuda0", 0, budget));
+  devices.push_back(std::move(cuda));
   if (with_cpu) devices.push_back(std::make_unique<CpuDevice>("cpu0", kBudget, 2));
-  return std::make_unique<Engine>(std::move(devices));
+  return std::make_unique<Engine>(std::move(devices), options);
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeCudaEngine(int64_t budget, bool with_cpu, int64_t pinned_bytes) {
+  std::shared_ptr<MemoryAccount> pinned = PinnedMemory(pinned_bytes);
+  return EngineOf(MakeTestCudaDevice(budget, pinned), with_cpu, pinned);
+}
+
+std::unique_ptr<Engine> MakeSizingEngine(int64_t budget, int64_t pinned_bytes) {
+  std::shared_ptr<MemoryAccount> pinned = PinnedMemory(pinned_bytes);
+  return EngineOf(std::make_unique<CudaDevice>("cuda0", 0, budget, kUnmeasuredHopper, pinned),
+                  false, pinned);
+}
+
+namespace {
+
+int64_t GpuFreeBytes() {
+  size_t free = 0, total = 0;
+  EXPECT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  return static_cast<int64_t>(free);
+}
+
+}  // namespace
+
+GpuMemoryWatch::GpuMemoryWatch() {
+  EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+  baseline_free_ = GpuFreeBytes();
+  lowest_free_ = baseline_free_;
+  poller_ = std::thread([this] {
+    // The runtime's current device is per thread.
+    cudaSetDevice(0);
+    while (!stop_.load()) {
+      const int64_t free = GpuFreeBytes();
+      int64_t lowest = lowest_free_.load();
+      while (free < lowest && !lowest_free_.compare_exchange_weak(lowest, free)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+}
+
+int64_t GpuMemoryWatch::Stop() {
+  if (poller_.joinable()) {
+    stop_ = true;
+    poller_.join();
+  }
+  return baseline_free_ - lowest_free_.load();
+}
+
+void ExpectGpuUseWithinBudget(const Engine& engine, int64_t gpu_used) {
+  const DeviceStatus cuda = engine.DeviceStatuses()[0];
+  EXPECT_LE(cuda.peak_bytes, cuda.memory_budget_bytes);
+  EXPECT_LE(gpu_used, cuda.memory_budget_bytes + cuda.headroom_bytes)
+      << "the GPU reports " << gpu_used << " bytes in use above the test's baseline; the engine's "
+      << "peak was " << cuda.peak_bytes << " of a budget of " << cuda.memory_budget_bytes
+      << " with a measured headroom of " << cuda.headroom_bytes;
 }
 
 Market SpreadMarket(int64_t issuers) {

@@ -2,10 +2,13 @@
 // size or price (tests/backends/cpu/engine_test_util.h for the rest).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
+#include "server/backends/cuda/cuda_device.h"
 #include "server/model/job_spec.h"
 #include "server/model/statistics.h"
 #include "server/scheduler/engine.h"
@@ -13,13 +16,54 @@
 namespace pricer {
 
 inline constexpr int64_t kCudaBudget = int64_t{2} << 30;
+// The host's pinned memory in the tests' engines.
+inline constexpr int64_t kCudaPinnedBudget = int64_t{1} << 30;
 
 // Whether this host has a GPU that the CUDA runtime can use.
 bool HasGpu();
 
-// One cuda device, cuda0 (GPU 0) with `budget`, and cpu0 after it when
-// `with_cpu`.
-std::unique_ptr<Engine> MakeCudaEngine(int64_t budget = kCudaBudget, bool with_cpu = false);
+// A pinned memory account of `bytes`, as pricerd makes from --pinned-memory.
+std::shared_ptr<MemoryAccount> PinnedMemory(int64_t bytes = kCudaPinnedBudget);
+
+// cuda0 (GPU 0) with `budget`, staging through `pinned`. With a GPU it is
+// made as pricerd makes it (MakeCudaDevice: its profile measured, expected
+// to leave the budget as asked); without one it is an unmeasured Hopper.
+std::unique_ptr<CudaDevice> MakeTestCudaDevice(int64_t budget,
+                                               std::shared_ptr<MemoryAccount> pinned);
+
+// An engine of MakeTestCudaDevice(budget), and cpu0 after it when
+// `with_cpu`, with `pinned_bytes` of pinned memory.
+std::unique_ptr<Engine> MakeCudaEngine(int64_t budget = kCudaBudget, bool with_cpu = false,
+                                       int64_t pinned_bytes = kCudaPinnedBudget);
+
+// An engine of one unmeasured Hopper (kUnmeasuredHopper), GPU or not: what
+// the sizing tests plan on.
+std::unique_ptr<Engine> MakeSizingEngine(int64_t budget, int64_t pinned_bytes = kCudaPinnedBudget);
+
+// The most device memory GPU 0 had in use, above what it had when the
+// watch began, polled (cudaMemGetInfo) on a thread until Stop: what the GPU
+// reports, whatever the engine counts.
+class GpuMemoryWatch {
+ public:
+  GpuMemoryWatch();
+  GpuMemoryWatch(const GpuMemoryWatch&) = delete;
+  GpuMemoryWatch& operator=(const GpuMemoryWatch&) = delete;
+  ~GpuMemoryWatch() { Stop(); }
+
+  // The peak above the baseline, bytes.
+  int64_t Stop();
+
+ private:
+  int64_t baseline_free_ = 0;
+  std::atomic<int64_t> lowest_free_{0};
+  std::atomic<bool> stop_{false};
+  std::thread poller_;
+};
+
+// Expects `gpu_used` (a GpuMemoryWatch's peak) within cuda0's budget plus
+// the headroom measured when the device was made, and the engine's peak
+// within the budget.
+void ExpectGpuUseWithinBudget(const Engine& engine, int64_t gpu_used);
 
 // `issuers` issuers with spots in [20, 100) and volatilities in [0.1, 0.5).
 Market SpreadMarket(int64_t issuers);
