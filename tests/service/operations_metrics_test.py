@@ -146,15 +146,6 @@ class MetricsTest(OperationsTestCase):
                          device.peak_bytes)
         self.assertEqual(s.total("pricer_device_memory_in_use_bytes", device="cpu0"),
                          device.bytes_in_use)
-        # A cpu device holds nothing outside its budget, and stages nothing
-        # through the pinned memory, whose bound is the flag's.
-        self.assertEqual(s.total("pricer_device_memory_headroom_bytes", device="cpu0"), 0)
-        self.assertEqual(device.headroom_bytes, 0)
-        self.assertEqual(self.devices.pinned_memory_bytes, self.PINNED)
-        self.assertEqual(s.total("pricer_pinned_memory_limit_bytes"), self.PINNED)
-        self.assertEqual(self.devices.pinned_peak_bytes, 0)
-        self.assertEqual(s.total("pricer_pinned_memory_peak_bytes"), 0)
-        self.assertEqual(s.total("pricer_pinned_memory_in_use_bytes"), 0)
         self.assertGreater(device.peak_bytes, 0)
         self.assertEqual(device.shards_done, self.shards)
         self.assertAlmostEqual(s.total("pricer_device_busy_seconds_total", device="cpu0"),
@@ -164,6 +155,18 @@ class MetricsTest(OperationsTestCase):
         (build, value), = s.series("pricer_build_info")
         self.assertEqual(value, 1)
         self.assertEqual(build.get("version"), self.devices.server_version.split()[0])
+
+    def test_scrape_reports_the_pinned_bound_and_no_headroom(self):
+        """A cpu device holds nothing outside its budget, and stages nothing
+        through the pinned memory, whose bound is the flag's."""
+        s = Samples(scrape(self.server))
+        self.assertEqual(s.total("pricer_device_memory_headroom_bytes", device="cpu0"), 0)
+        self.assertEqual(self.devices.devices[0].headroom_bytes, 0)
+        self.assertEqual(self.devices.pinned_memory_bytes, self.PINNED)
+        self.assertEqual(s.total("pricer_pinned_memory_limit_bytes"), self.PINNED)
+        self.assertEqual(self.devices.pinned_peak_bytes, 0)
+        self.assertEqual(s.total("pricer_pinned_memory_peak_bytes"), 0)
+        self.assertEqual(s.total("pricer_pinned_memory_in_use_bytes"), 0)
 
     def test_prometheus_scrapes_the_workload(self):
         if shutil.which("prometheus") is None:
