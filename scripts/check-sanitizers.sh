@@ -131,10 +131,16 @@ tsan_build() {
   # runs while the dynamic loader relocates the binary, before the TSan
   # runtime is up, and TSan's instrumentation of it (__tsan_func_entry)
   # crashes every binary at load. That one file is compiled without TSan.
+  # The launcher replaces CMake's ccache launcher (CMakeLists.txt), so it
+  # compiles through ccache itself, with the same settings.
   launcher=$(cd "$tsan_dir" && pwd)/compile.sh
+  cache=""
+  if command -v ccache > /dev/null; then
+    cache="env CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true $(command -v ccache) "
+  fi
   printf '%s\n' '#!/bin/sh' \
-    'case "$*" in *server/backends/cpu/column_reducer.cc*) exec "$@" -fno-sanitize=thread ;; esac' \
-    'exec "$@"' > "$launcher" && chmod +x "$launcher" || return
+    "case \"\$*\" in *server/backends/cpu/column_reducer.cc*) exec $cache\"\$@\" -fno-sanitize=thread ;; esac" \
+    "exec $cache\"\$@\"" > "$launcher" && chmod +x "$launcher" || return
   # The second CMAKE_EXE_LINKER_FLAGS wins: executables only, not libraries.
   configure "$tsan_dir" "-fsanitize=thread" "-fsanitize=thread" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread $shim$exports" \
