@@ -13,30 +13,7 @@ namespace {
 using Pass = ColumnPass;
 using Window = ColumnWindow;
 
-// Values sampled per column (its first ones) to place the window.
-constexpr int64_t kSample = 256;
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
-
-// The window's bounds as indices into the sorted sample, for the needed
-// ranks first..last of `rows` on `attempt`: each bound's expected sample
-// rank widened by a multiple of its binomial standard deviation: 3 plus 3
-// values on the first attempt (for VaR 0.99 and ES 0.975 at P = 10,000 the
-// binomial tail puts about 1 column in 10,000 outside), 8 plus 16 on the
-// second. Below 0 or from kSample on, that side is open.
-struct SampleRange {
-  int64_t lo, hi;
-};
-SampleRange SampleRangeOf(int64_t first, int64_t last, int64_t rows, int attempt) {
-  const double widen = attempt == 0 ? 3 : 8, extra = attempt == 0 ? 3 : 16;
-  auto spread = [](double expected) {
-    const double f = std::clamp(expected / kSample, 0.0, 1.0);
-    return std::sqrt(static_cast<double>(kSample) * f * (1 - f));
-  };
-  const double low = static_cast<double>(first) * kSample / static_cast<double>(rows);
-  const double high = static_cast<double>(last + 1) * kSample / static_cast<double>(rows);
-  return {static_cast<int64_t>(std::floor(low - widen * spread(low) - extra)),
-          static_cast<int64_t>(std::ceil(high + widen * spread(high) + extra))};
-}
 
 // Leaves the `top` smallest of `sample` sorted in its first `top` places (the
 // others are lost): each later value is rejected by one comparison unless it
@@ -77,51 +54,39 @@ ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows,
   for (double q : selection_.quantiles) quantile_ranks_.push_back(QuantileRankOf(q, rows_));
   for (double a : selection_.var) var_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
   for (double a : selection_.es) es_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
-  for (const auto* ranks : {&quantile_ranks_, &var_ranks_, &es_ranks_}) {
-    for (const QuantileRank& r : *ranks) {
-      needed_.push_back(r.low);
-      if (r.fraction > 0) needed_.push_back(r.low + 1);
-    }
-  }
-  std::sort(needed_.begin(), needed_.end());
-  needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
+  needed_ = NeededRanks(selection_, rows_);
   order_ = !needed_.empty();
-  // A window from the sample when it keeps at most about a quarter of the
-  // column: the lower tail of VaR and ES is a few percent of it.
-  if (order_ && rows_ >= 8 * kSample) {
-    const SampleRange range = SampleRangeOf(needed_.front(), needed_.back(), rows_, 0);
-    sampled_ = (std::min(range.hi, kSample) - std::max<int64_t>(range.lo, 0)) * 4 <= kSample;
-    bounded_ = range.lo >= 0;
+  if (order_) {
+    span_ = {needed_.front(), needed_.back()};
+    sampled_ = WindowFromSample(span_, rows_);
+    bounded_ = sampled_ && SampleRangeOf(span_, rows_, 0).bounded();
   }
   first_ = ChooseColumnPass(kernel, selection_.moments(), sampled_, bounded_);
   retry_ = ChooseColumnPass(kernel, false, true, bounded_);
   if (order_) window_.resize(static_cast<size_t>(rows_ + kColumnPassSlack));
-  if (sampled_) sample_.resize(kSample);
+  if (sampled_) sample_.resize(kWindowSample);
 }
 
 Window ColumnReducer::WindowOf(const float* values, int attempt) {
-  const SampleRange range = SampleRangeOf(needed_.front(), needed_.back(), rows_, attempt);
-  // The first values: a column's rows are paths, independent draws (or
-  // antithetic pairs), so they sample it as well as any, and they are read
-  // in order.
-  std::memcpy(sample_.data(), values, kSample * sizeof(float));
+  const SampleRange range = SampleRangeOf(span_, rows_, attempt);
+  std::memcpy(sample_.data(), values, kWindowSample * sizeof(float));
   Window window;
   window.lo = -kInfinity;
   window.hi = kInfinity;
-  const int64_t top = std::min(range.hi + 1, kSample);  // sample values the bounds need
-  if (top * 4 <= kSample) {
+  const int64_t top = range.top();
+  if (top * 4 <= kWindowSample) {
     SmallestSorted(sample_, top);
-  } else if (range.hi < kSample) {
+  } else if (range.capped()) {
     std::nth_element(sample_.begin(), sample_.begin() + range.hi, sample_.end());
   }
-  if (range.hi < kSample) window.hi = sample_[range.hi];
-  if (range.lo >= 0) {
-    if (top * 4 > kSample) {
+  if (range.capped()) window.hi = sample_[range.hi];
+  if (range.bounded()) {
+    if (top * 4 > kWindowSample) {
       std::nth_element(sample_.begin(), sample_.begin() + range.lo, sample_.begin() + top);
     }
     window.lo = sample_[range.lo];
   }
-  window.bounded = range.lo >= 0;
+  window.bounded = range.bounded();
   return window;
 }
 
@@ -136,9 +101,7 @@ Pass ColumnReducer::Run(const float* values) {
       first_(values, rows_, sampled_ ? WindowOf(values, 0) : Window{}, window_.data());
   if (!order_) return pass;
   Pass window = sampled_ ? pass : whole_column();
-  auto covers = [&](const Pass& w) {
-    return w.below <= needed_.front() && needed_.back() < w.below + w.kept;
-  };
+  auto covers = [&](const Pass& w) { return WindowCovers(span_, w.below, w.kept); };
   if (!covers(window)) window = retry_(values, rows_, WindowOf(values, 1), window_.data());
   if (!covers(window)) window = whole_column();
   kept_ = window.kept;

@@ -1,7 +1,7 @@
 // The cpu backend's per-column reduction: the statistics of one column of SC
 // in one pass over its values, which computes the moments and, at the same
 // time, copies out the few values that can hold the order statistics asked
-// for (a window from a sample of the column). An exact selection over that
+// for (a window from a sample of the column, server/model/order_window.h). An exact selection over that
 // copy gives the quantiles, VaR and ES; when the sample misjudged the window,
 // a wider one and at last the whole column. The definitions it computes are
 // in server/model/statistics.h.
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/backends/cpu/column_pass.h"
+#include "server/model/order_window.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -63,6 +64,7 @@ class ColumnReducer {
   const double discount_;
   std::vector<QuantileRank> quantile_ranks_, var_ranks_, es_ranks_;
   std::vector<int64_t> needed_;         // order statistics to place, ascending
+  RankSpan span_;                       // their first and last
   bool order_ = false;                  // any order statistic needed at all
   bool sampled_ = false;                // a window from the sample (else the whole column)
   bool bounded_ = false;                // the window may start above the lowest value

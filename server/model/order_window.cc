@@ -1,0 +1,22 @@
+#include "server/model/order_window.h"
+
+#include <algorithm>
+
+namespace pricer {
+
+std::vector<int64_t> NeededRanks(const StatisticsSelection& selection, int64_t rows) {
+  std::vector<int64_t> ranks;
+  auto add = [&](double level) {
+    const QuantileRank r = QuantileRankOf(level, rows);
+    ranks.push_back(r.low);
+    if (r.fraction > 0) ranks.push_back(r.low + 1);
+  };
+  for (double q : selection.quantiles) add(q);
+  for (double a : selection.var) add(1.0 - a);
+  for (double a : selection.es) add(1.0 - a);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+}  // namespace pricer
