@@ -82,8 +82,8 @@ PRICER_HOST_DEVICE inline bool WindowCovers(RankSpan ranks, int64_t below, int64
 // The quantile at `rank` from the window's values sorted ascending, `below`
 // values under it (the window covers rank.low and, when rank.fraction > 0,
 // rank.low + 1).
-PRICER_HOST_DEVICE inline double WindowQuantile(const float* sorted, int64_t below,
-                                                int64_t low, double fraction) {
+PRICER_HOST_DEVICE inline double WindowQuantile(const float* sorted, int64_t below, int64_t low,
+                                                double fraction) {
   const double x = sorted[low - below];
   return fraction == 0 ? x : InterpolateQuantile(x, sorted[low + 1 - below], fraction);
 }

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "server/backends/cpu/column_reducer.h"
@@ -155,17 +154,8 @@ WindowedColumn SelectByWindow(const StatisticsSelection& selection, const std::v
   return out;
 }
 
-// PnL-like columns: terminal values of a lognormal book.
-std::vector<float> BookColumn(int64_t rows, uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<double> z;
-  std::vector<float> x(static_cast<size_t>(rows));
-  for (float& v : x) v = static_cast<float>(1'000 * std::exp(-0.02 + 0.2 * z(generator)));
-  return x;
-}
-
-void ExpectSameAsReducerAndSort(const StatisticsSelection& selection,
-                                const std::vector<float>& x, const WindowedColumn& w) {
+void ExpectSameAsReducerAndSort(const StatisticsSelection& selection, const std::vector<float>& x,
+                                const WindowedColumn& w) {
   const int64_t rows = static_cast<int64_t>(x.size());
   const double v0 = 1'000;
   ColumnStatistics stats;
@@ -192,7 +182,7 @@ TEST(WindowSelectionTest, MatchesTheReducerAtTheExamplesPathsAndOddOnes) {
     int covered_first = 0;
     const int columns = 200;
     for (int c = 0; c < columns; ++c) {
-      const std::vector<float> x = BookColumn(rows, 1'000 * rows + c);
+      const std::vector<float> x = LognormalColumn(rows, 1'000 * rows + c);
       const WindowedColumn w = SelectByWindow(Tail(), x, 1'000);
       covered_first += w.attempt == 0;
       ExpectSameAsReducerAndSort(Tail(), x, w);
@@ -202,26 +192,16 @@ TEST(WindowSelectionTest, MatchesTheReducerAtTheExamplesPathsAndOddOnes) {
   }
 }
 
-// Moves the column's `count` smallest values to its front, the others in
-// their order: a sample that puts the window too low.
-std::vector<float> SmallestFirst(std::vector<float> x, size_t count) {
-  std::vector<float> sorted = x;
-  std::sort(sorted.begin(), sorted.end());
-  const float threshold = sorted[count];
-  std::stable_partition(x.begin(), x.end(), [threshold](float v) { return v < threshold; });
-  return x;
-}
-
 TEST(WindowSelectionTest, ASampleThatMisjudgesFallsBackToTheRetryThenTheWholeColumn) {
   // 30 of the sample are the column's 30 smallest: attempt 0's upper bound
   // (the sample's 18th) is the column's 18th, short of rank 250; attempt 1's
   // (the sample's 44th, the 14th of 226 ordinary values) is past it.
-  const std::vector<float> low = SmallestFirst(BookColumn(10'000, 8), 30);
+  const std::vector<float> low = SmallestFirst(LognormalColumn(10'000, 8), 30);
   const WindowedColumn retried = SelectByWindow(Tail(), low, 1'000);
   EXPECT_EQ(retried.attempt, 1);
   ExpectSameAsReducerAndSort(Tail(), low, retried);
   // The whole sample from the column's 256 smallest: both attempts miss.
-  const std::vector<float> lowest = SmallestFirst(BookColumn(10'000, 7), kWindowSample);
+  const std::vector<float> lowest = SmallestFirst(LognormalColumn(10'000, 7), kWindowSample);
   const WindowedColumn whole = SelectByWindow(Tail(), lowest, 1'000);
   EXPECT_EQ(whole.attempt, kWindowAttempts);
   ExpectSameAsReducerAndSort(Tail(), lowest, whole);

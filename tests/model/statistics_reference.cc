@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace pricer {
 
@@ -74,6 +75,23 @@ void ExpectRiskMatches(const ColumnStatistics& stats, int64_t column,
     EXPECT_NEAR(stats.es[l][k], v0 - discount * tail, 1e-12 * scale + 1e-300)
         << "column " << column << " ES " << selection.es[l];
   }
+}
+
+std::vector<float> LognormalColumn(int64_t rows, uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<double> z;
+  std::vector<float> x(static_cast<size_t>(rows));
+  for (float& v : x) v = static_cast<float>(1'000 * std::exp(-0.02 + 0.2 * z(generator)));
+  return x;
+}
+
+std::vector<float> SmallestFirst(std::vector<float> values, size_t count) {
+  std::vector<float> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const float threshold = sorted[count];
+  std::stable_partition(values.begin(), values.end(),
+                        [threshold](float v) { return v < threshold; });
+  return values;
 }
 
 }  // namespace pricer

@@ -38,4 +38,12 @@ void ExpectRiskMatches(const ColumnStatistics& stats, int64_t column,
                        const StatisticsSelection& selection, std::vector<float> values, double v0,
                        double discount);
 
+// Columns for the order-statistics window (server/model/order_window.h):
+// `rows` terminal values of a lognormal book (1,000 exp(-0.02 + 0.2 z)),
+// drawn from `seed`.
+std::vector<float> LognormalColumn(int64_t rows, uint64_t seed);
+// `values` with its `count` smallest moved to the front, the rest in their
+// order: a column whose first values, the window's sample, misjudge it.
+std::vector<float> SmallestFirst(std::vector<float> values, size_t count);
+
 }  // namespace pricer

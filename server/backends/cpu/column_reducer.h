@@ -1,10 +1,10 @@
 // The cpu backend's per-column reduction: the statistics of one column of SC
 // in one pass over its values, which computes the moments and, at the same
 // time, copies out the few values that can hold the order statistics asked
-// for (a window from a sample of the column, server/model/order_window.h). An exact selection over that
-// copy gives the quantiles, VaR and ES; when the sample misjudged the window,
-// a wider one and at last the whole column. The definitions it computes are
-// in server/model/statistics.h.
+// for (a window from a sample of the column, server/model/order_window.h).
+// An exact selection over that copy gives the quantiles, VaR and ES; when
+// the sample misjudged the window, a wider one and at last the whole column.
+// The definitions it computes are in server/model/statistics.h.
 #pragma once
 
 #include <algorithm>

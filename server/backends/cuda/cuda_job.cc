@@ -19,6 +19,7 @@
 #include "server/backends/cuda/kernels.h"
 #include "server/backends/cuda/scoped_device.h"
 #include "server/model/gbm.h"
+#include "server/model/order_window.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -69,7 +70,8 @@ class CudaJob {
         pinned_(device.pinned_memory()),
         shard_columns_(shard_columns),
         buffers_(device.BuffersOf(spec, shard_columns)),
-        levels_host_(OrderLevels(spec.output.statistics, spec.paths)) {}
+        levels_host_(OrderLevels(spec.output.statistics, spec.paths)),
+        ranks_(NeededRanks(spec.output.statistics, spec.paths)) {}
 
   ~CudaJob() {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
@@ -193,7 +195,13 @@ class CudaJob {
                        spot_f64_.data(),
                        levels_.data(),
                        static_cast<int64_t>(levels_host_.size()),
-                       offsets_.data()};
+                       offsets_.data(),
+                       Span(),
+                       !ranks_.empty() && cuda::WindowApplies(Span(), spec_.paths)};
+  }
+
+  RankSpan Span() const {
+    return ranks_.empty() ? RankSpan{} : RankSpan{ranks_.front(), ranks_.back()};
   }
 
   const JobSpec& spec_;
@@ -203,6 +211,7 @@ class CudaJob {
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;
+  const std::vector<int64_t> ranks_;  // the order statistics the levels need
   // Declared before the arrays: destroyed after them, and the destructor
   // synchronises it first.
   absl::Mutex stream_mu_;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_status.h"
@@ -99,6 +101,7 @@ class ShardRun {
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.start.get(), compute)));
     const float one = 1.0f, zero = 0.0f;
     for (int64_t b = 0; b < layout_.blocks; ++b) {
+      RETURN_IF_ERROR(StopStatus(spec_));
       const int64_t first = layout_.BlockBegin(b);
       if (!spec_.scenarios.generated()) {
         RETURN_IF_ERROR(
@@ -163,12 +166,20 @@ class ShardRun {
     return PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.reduced.get(), compute));
   }
 
-  // The order statistics' rows of `kept` columns of SC from `kept_sc`,
-  // sorted kSortColumns at a time.
+  // The order statistics' rows of `kept` columns of SC from `kept_sc`: by
+  // a window per column where it applies, else sorted kSortColumns at a
+  // time.
   absl::Status OrderStatistics(const float* kept_sc, int64_t kept) {
     const int64_t paths = spec_.paths;
     const int64_t stride = job_.shard_columns;
     double* statistics = slot_.statistics.data();
+    double* rows = statistics + CudaJobBuffers::kFixedStatisticRows * stride;
+    if (job_.window) {
+      return PRICER_CUDA_STATUS(
+          name_, cuda::LaunchWindowOrderStatistics(kept_sc, paths, kept, job_.span, job_.levels,
+                                                   static_cast<int>(job_.level_count), statistics,
+                                                   discount(), rows, stride, slot_.compute.get()));
+    }
     for (int64_t first = 0; first < kept && job_.level_count > 0; first += cuda::kSortColumns) {
       const int64_t count = std::min(cuda::kSortColumns, kept - first);
       const float* sorted = nullptr;
@@ -180,17 +191,31 @@ class ShardRun {
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
           name_, cuda::LaunchOrderStatistics(
                      sorted, paths, count, job_.levels, static_cast<int>(job_.level_count),
-                     statistics + first, discount(),
-                     statistics + CudaJobBuffers::kFixedStatisticRows * stride + first, stride,
-                     slot_.compute.get())));
+                     statistics + first, discount(), rows + first, stride, slot_.compute.get())));
     }
     return absl::OkStatus();
   }
 
+  // Waits for `stream`'s work, polling it every 100 us and the job's stop
+  // in between: a cancel or a deadline ends the wait (the slot is then
+  // dropped once its queued work has drained, CudaJob::RunShard).
+  absl::Status Wait(cudaStream_t stream) {
+    for (;;) {
+      const cudaError_t state = cudaStreamQuery(stream);
+      if (state == cudaSuccess) return absl::OkStatus();
+      if (state != cudaErrorNotReady) return PRICER_CUDA_STATUS(name_, state);
+      // Not an error; should a runtime keep it as the thread's last error,
+      // the next launch check would report it.
+      if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+      RETURN_IF_ERROR(StopStatus(spec_));
+      absl::SleepFor(absl::Microseconds(100));
+    }
+  }
+
   // Waits for the slot's streams; the GEMMs' and the statistics' times.
   absl::Status WaitAndTime(ShardOutput* out) {
-    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(slot_.compute.get())));
-    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(slot_.copy.get())));
+    RETURN_IF_ERROR(Wait(slot_.compute.get()));
+    RETURN_IF_ERROR(Wait(slot_.copy.get()));
     float gemm_ms = 0, statistics_ms = 0;
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cudaEventElapsedTime(&gemm_ms, slot_.start.get(), slot_.multiplied.get())));

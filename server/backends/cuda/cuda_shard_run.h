@@ -26,6 +26,8 @@ struct ResidentJob {
   const cuda::OrderLevel* levels;
   int64_t level_count;
   const int* sort_offsets;  // kSortColumns + 1
+  RankSpan span;            // the needed ranks (NeededRanks), when there are levels
+  bool window;              // the levels by LaunchWindowOrderStatistics (WindowApplies)
 };
 
 // Runs `shard` of `job` on `slot`, on the current GPU, into `out`. On

@@ -51,17 +51,26 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_
 
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view call, absl::string_view device) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return CublasStatusGivenRuntime(status, cudaGetLastError(), call, device);
+}
+
+absl::Status CublasStatusGivenRuntime(cublasStatus_t status, cudaError_t runtime,
+                                      absl::string_view call, absl::string_view device) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   const std::string message =
       absl::StrCat(device, ": ", FunctionName(call), " failed: ", cublasGetStatusString(status),
                    " (", cublasGetStatusName(status), ")");
-  switch (status) {
-    case CUBLAS_STATUS_ALLOC_FAILED:
-      return absl::ResourceExhaustedError(message);
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-      return DeviceLost(absl::UnavailableError(message));
-    default:
-      return absl::InternalError(message);
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) return absl::ResourceExhaustedError(message);
+  if (runtime != cudaSuccess) {
+    const absl::Status cause = CudaStatus(runtime, call, device);
+    if (IsDeviceLost(cause)) {
+      return DeviceLost(absl::Status(
+          cause.code(), absl::StrCat(message, "; the CUDA runtime: ", cudaGetErrorString(runtime),
+                                     " (", cudaGetErrorName(runtime), ")")));
+    }
   }
+  if (status == CUBLAS_STATUS_NOT_INITIALIZED) return DeviceLost(absl::UnavailableError(message));
+  return absl::InternalError(message);
 }
 
 }  // namespace pricer

@@ -24,8 +24,14 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view call, absl::string_
 
 // The same for cuBLAS: RESOURCE_EXHAUSTED for CUBLAS_STATUS_ALLOC_FAILED,
 // UNAVAILABLE (and lost) for CUBLAS_STATUS_NOT_INITIALIZED, INTERNAL for the
-// rest.
+// rest, unless the CUDA runtime holds an error that CudaStatus marks lost (a
+// fault that broke the context, which cuBLAS reports as an execution or
+// internal error): then that, the runtime's error named after cuBLAS's.
+// Reads the runtime's error with cudaGetLastError.
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view call, absl::string_view device);
+// What CublasStatus returns when the runtime's error is `runtime`.
+absl::Status CublasStatusGivenRuntime(cublasStatus_t status, cudaError_t runtime,
+                                      absl::string_view call, absl::string_view device);
 
 }  // namespace pricer
 

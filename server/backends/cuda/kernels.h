@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "server/model/order_window.h"
+
 namespace pricer::cuda {
 
 // z[p, i] (P x N, leading dimension `paths`) from the shared Philox shocks
@@ -46,6 +48,27 @@ struct OrderLevel {
 inline constexpr int kQuantile = 0;
 inline constexpr int kValueAtRisk = 1;
 inline constexpr int kExpectedShortfall = 2;
+
+// The order statistics of `columns` columns of SC, read in place (no copy,
+// no sort of a column): one thread block per column takes the bounds of a
+// window from the column's first kWindowSample values (sorted in shared
+// memory), counts and sums the values under it and keeps those in it in one
+// pass, sorts the window alone in shared memory and reads the ranks from it
+// (server/model/order_window.h, the cpu reducer's arithmetic). A column
+// whose window misses the ranks on both attempts, or holds more than
+// kWindowCapacity values, selects each needed rank by bisection over the
+// whole column (32 counting passes). out[l * stride + j] as
+// LaunchOrderStatistics. For a job where WindowApplies.
+inline constexpr int64_t kWindowCapacity = 4096;
+// Whether the window kernel serves the needed ranks `span` of `paths`: the
+// window comes from the sample (WindowFromSample) and attempt 0's expected
+// size, with half again as margin, fits kWindowCapacity (for VaR 0.99 and ES
+// 0.975: P up to about 38,000). Otherwise the columns are sorted.
+bool WindowApplies(RankSpan span, int64_t paths);
+cudaError_t LaunchWindowOrderStatistics(const float* sc, int64_t paths, int64_t columns,
+                                        RankSpan span, const OrderLevel* levels, int count,
+                                        const double* v0, double discount, double* out,
+                                        int64_t stride, cudaStream_t stream);
 
 // Sorts `columns` (<= kSortColumns) columns of `paths` values each, from
 // `in` into one of `buffer0` / `buffer1` (both paths x kSortColumns);

@@ -1,6 +1,8 @@
 // The CUDA runtime's current device is per thread: a ScopedDevice makes one
-// GPU current for a scope and gives the thread its previous device back at
-// the end, so a call into one device leaves nothing behind for the next.
+// GPU current for a scope and, at the end, makes current again the device an
+// enclosing ScopedDevice had made current on the thread, if any (never the
+// runtime's default device 0 of a fresh thread, which would create a
+// context there).
 #pragma once
 
 #include <string>
@@ -28,7 +30,8 @@ class ScopedDevice {
   const absl::Status& status() const { return status_; }
 
  private:
-  int previous_ = -1;  // restored at the end when >= 0
+  const int ordinal_;
+  const int previous_;  // the enclosing scope's device, restored at the end; -1 for none
   absl::Status status_;
 };
 

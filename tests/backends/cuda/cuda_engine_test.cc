@@ -23,18 +23,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Skips a case that needs a GPU on a host without one, unless
-// PRICER_REQUIRE_GPU is set (scripts/gpu-check.sh), where that is a failure.
-#define REQUIRE_GPU()                                                             \
-  do {                                                                            \
-    if (!HasGpu()) {                                                              \
-      if (std::getenv("PRICER_REQUIRE_GPU") != nullptr) {                         \
-        FAIL() << "PRICER_REQUIRE_GPU is set but " << CudaDeviceCount().status(); \
-      }                                                                           \
-      GTEST_SKIP() << "no GPU: " << CudaDeviceCount().status();                   \
-    }                                                                             \
-  } while (false)
-
 std::shared_ptr<const std::vector<float>> InlineValues(int64_t rows, int64_t columns) {
   auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(rows * columns));
   for (size_t k = 0; k < values->size(); ++k) {

@@ -2,8 +2,11 @@
 // size or price (tests/backends/cpu/engine_test_util.h for the rest).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -21,6 +24,18 @@ inline constexpr int64_t kCudaPinnedBudget = int64_t{1} << 30;
 
 // Whether this host has a GPU that the CUDA runtime can use.
 bool HasGpu();
+
+// Skips a case that needs a GPU on a host without one, unless
+// PRICER_REQUIRE_GPU is set (scripts/gpu-check.sh), where that is a failure.
+#define REQUIRE_GPU()                                                             \
+  do {                                                                            \
+    if (!HasGpu()) {                                                              \
+      if (std::getenv("PRICER_REQUIRE_GPU") != nullptr) {                         \
+        FAIL() << "PRICER_REQUIRE_GPU is set but " << CudaDeviceCount().status(); \
+      }                                                                           \
+      GTEST_SKIP() << "no GPU: " << CudaDeviceCount().status();                   \
+    }                                                                             \
+  } while (false)
 
 // A pinned memory account of `bytes`, as pricerd makes from --pinned-memory.
 std::shared_ptr<MemoryAccount> PinnedMemory(int64_t bytes = kCudaPinnedBudget);

@@ -1,0 +1,134 @@
+// The cuda backend's window kernel (LaunchWindowOrderStatistics) on columns
+// made on the host, against a full sort: at the original example's P =
+// 10,000 and at odd P, and on columns whose sample misjudges them (the
+// retry, and the bisection over the whole column). Where the kernel applies
+// (WindowApplies) is checked everywhere; the kernel itself needs a GPU.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "server/backends/cuda/kernels.h"
+#include "server/model/order_window.h"
+#include "server/model/statistics.h"
+#include "tests/backends/cuda/cuda_test_util.h"
+#include "tests/model/statistics_reference.h"
+
+namespace pricer {
+namespace {
+
+const double kDiscount = std::exp(-0.02 * 1.5);
+constexpr double kV0 = 1'000;
+
+StatisticsSelection Tail() {
+  StatisticsSelection s;
+  s.quantiles = {0.01, 0.02};
+  s.var = {0.99};
+  s.es = {0.975, 0.99};
+  return s;
+}
+
+RankSpan SpanOf(const StatisticsSelection& selection, int64_t paths) {
+  const std::vector<int64_t> ranks = NeededRanks(selection, paths);
+  return {ranks.front(), ranks.back()};
+}
+
+TEST(WindowAppliesTest, TheExamplesTailsUpToAboutThirtyEightThousandPaths) {
+  EXPECT_TRUE(cuda::WindowApplies(SpanOf(Tail(), 10'000), 10'000));
+  EXPECT_TRUE(cuda::WindowApplies(SpanOf(Tail(), 10'001), 10'001));
+  EXPECT_TRUE(cuda::WindowApplies(SpanOf(Tail(), 30'000), 30'000));
+  // The window would overflow shared memory: the columns are sorted.
+  EXPECT_FALSE(cuda::WindowApplies(SpanOf(Tail(), 60'000), 60'000));
+  // Too short for a sample, or ranks far apart.
+  EXPECT_FALSE(cuda::WindowApplies(SpanOf(Tail(), 2'000), 2'000));
+  StatisticsSelection wide = Tail();
+  wide.quantiles.push_back(0.5);
+  EXPECT_FALSE(cuda::WindowApplies(SpanOf(wide, 10'000), 10'000));
+}
+
+std::vector<cuda::OrderLevel> Levels(const StatisticsSelection& s, int64_t paths) {
+  std::vector<cuda::OrderLevel> levels;
+  auto add = [&](double level, int kind) {
+    const QuantileRank r = QuantileRankOf(level, paths);
+    levels.push_back({r.low, r.fraction, kind});
+  };
+  for (double q : s.quantiles) add(q, cuda::kQuantile);
+  for (double a : s.var) add(1 - a, cuda::kValueAtRisk);
+  for (double a : s.es) add(1 - a, cuda::kExpectedShortfall);
+  return levels;
+}
+
+template <typename T>
+T* ToDevice(const std::vector<T>& host) {
+  void* device = nullptr;
+  EXPECT_EQ(cudaMalloc(&device, host.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return static_cast<T*>(device);
+}
+
+// Runs the kernel over `columns` (each `paths` long) and checks every level
+// of every column against a full sort.
+void ExpectKernelMatchesSort(const std::vector<std::vector<float>>& columns, int64_t paths) {
+  const StatisticsSelection selection = Tail();
+  const std::vector<cuda::OrderLevel> levels = Levels(selection, paths);
+  const int64_t count = static_cast<int64_t>(columns.size());
+  std::vector<float> sc;
+  for (const std::vector<float>& c : columns) sc.insert(sc.end(), c.begin(), c.end());
+  const std::vector<double> v0(static_cast<size_t>(count), kV0);
+  std::vector<double> out(levels.size() * static_cast<size_t>(count), -1);
+  float* sc_device = ToDevice(sc);
+  cuda::OrderLevel* levels_device = ToDevice(levels);
+  double* v0_device = ToDevice(v0);
+  double* out_device = ToDevice(out);
+  ASSERT_EQ(cuda::LaunchWindowOrderStatistics(sc_device, paths, count, SpanOf(selection, paths),
+                                              levels_device, static_cast<int>(levels.size()),
+                                              v0_device, kDiscount, out_device, count, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(out.data(), out_device, out.size() * sizeof(double), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (void* p : {static_cast<void*>(sc_device), static_cast<void*>(levels_device),
+                  static_cast<void*>(v0_device), static_cast<void*>(out_device)}) {
+    cudaFree(p);
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    std::vector<float> sorted = columns[static_cast<size_t>(j)];
+    std::sort(sorted.begin(), sorted.end());
+    size_t l = 0;
+    auto at = [&](size_t level) { return out[level * static_cast<size_t>(count) + j]; };
+    for (double q : selection.quantiles) EXPECT_EQ(at(l++), ReferenceQuantile(sorted, q)) << j;
+    for (double a : selection.var) {
+      EXPECT_EQ(at(l++), kV0 - kDiscount * ReferenceQuantile(sorted, 1 - a)) << j;
+    }
+    for (double a : selection.es) {
+      const double tail = ReferenceTailMean(sorted, ReferenceQuantile(sorted, 1 - a));
+      EXPECT_NEAR(at(l++), kV0 - kDiscount * tail, 1e-12 * kV0) << j;
+    }
+  }
+}
+
+TEST(CudaWindowKernelTest, MatchesAFullSortAtTheExamplesPathsAndOddOnes) {
+  REQUIRE_GPU();
+  for (int64_t paths : {10'000, 9'999, 10'001, 4'097}) {
+    std::vector<std::vector<float>> columns;
+    for (int c = 0; c < 300; ++c) columns.push_back(LognormalColumn(paths, 1'000 * paths + c));
+    ExpectKernelMatchesSort(columns, paths);
+  }
+}
+
+TEST(CudaWindowKernelTest, ColumnsWhoseSampleMisjudgesThemFallBackExactly) {
+  REQUIRE_GPU();
+  // Beside ordinary columns: one the retry covers (30 of its sample are its
+  // 30 smallest), one that both attempts miss (its sample is its 256
+  // smallest: the bisection), one of ties only.
+  std::vector<std::vector<float>> columns = {
+      LognormalColumn(10'000, 1), SmallestFirst(LognormalColumn(10'000, 2), 30),
+      SmallestFirst(LognormalColumn(10'000, 3), kWindowSample), LognormalColumn(10'000, 4),
+      std::vector<float>(10'000, 42.5f)};
+  ExpectKernelMatchesSort(columns, 10'000);
+}
+
+}  // namespace
+}  // namespace pricer
