@@ -5,7 +5,7 @@
 #     -Wthread-safety -Werror;
 #   - scripts/reliability.sh 2: the reliability suite twice more (the first
 #     tier ran it once), the second time under a CPU hog;
-#   - scripts/fuzz.sh: each libFuzzer target for ${FUZZ_SECONDS:-60} s, two
+#   - scripts/fuzz.sh: each libFuzzer target for ${FUZZ_SECONDS:-75} s, two
 #     at a time (docs/reliability.md has each target's executions against
 #     one at a time);
 #   - scripts/check-sanitizers.sh: the suite under ASan + UBSan + LSan, and
@@ -16,6 +16,6 @@ cd "$(dirname "$0")/.."
 source scripts/lib/steps.sh
 step scripts/check-thread-safety.sh
 step scripts/reliability.sh 2
-step scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+step scripts/fuzz.sh "${FUZZ_SECONDS:-75}"
 step scripts/check-sanitizers.sh
 print_steps scripts/test-deep.sh
