@@ -1,0 +1,200 @@
+// The order statistics by a window (LaunchWindowOrderStatistics,
+// kernels.h): one thread block per column, the window in shared memory.
+#include <cmath>
+#include <cstdint>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
+
+#include "server/backends/cuda/kernels.h"
+#include "server/model/order_window.h"
+#include "server/model/statistics.h"
+
+namespace pricer::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWindowItems = static_cast<int>(kWindowCapacity / kThreads);
+static_assert(kWindowSample == kThreads, "one sample value per thread");
+
+// A float's bits mapped so that unsigned order is the floats' order.
+__device__ uint32_t OrderedKey(float v) {
+  const uint32_t b = __float_as_uint(v);
+  return (b & 0x80000000u) != 0 ? ~b : (b | 0x80000000u);
+}
+__device__ float KeyValue(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) != 0 ? (k & 0x7fffffffu) : ~k);
+}
+
+struct WindowShared {
+  union {
+    cub::BlockRadixSort<float, kThreads, 1>::TempStorage sample_sort;
+    cub::BlockRadixSort<float, kThreads, kWindowItems>::TempStorage window_sort;
+    cub::BlockReduce<long long, kThreads>::TempStorage count;
+    cub::BlockReduce<double, kThreads>::TempStorage sum;
+  } temp;
+  float sample[kWindowSample];
+  float window[kWindowCapacity];
+  int kept;
+  long long below;
+  double below_sum;
+  long long total_count;
+  double total_sum;
+};
+
+// The block's sums of `count` and `sum`, in s.total_count and s.total_sum
+// for every thread.
+__device__ void BlockSums(WindowShared& s, long long count, double sum) {
+  const long long c = cub::BlockReduce<long long, kThreads>(s.temp.count).Sum(count);
+  __syncthreads();
+  const double d = cub::BlockReduce<double, kThreads>(s.temp.sum).Sum(sum);
+  if (threadIdx.x == 0) s.total_count = c, s.total_sum = d;
+  __syncthreads();
+}
+
+// The order statistic of `rank` of the column, by bisection over the keys:
+// the least key with more than `rank` values at or under it.
+__device__ float SelectRank(WindowShared& s, const float* column, int64_t paths, int64_t rank) {
+  uint32_t lo = 0, hi = 0xffffffffu;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    long long count = 0;
+    for (int64_t p = threadIdx.x; p < paths; p += kThreads) count += OrderedKey(column[p]) <= mid;
+    BlockSums(s, count, 0);
+    if (s.total_count > rank) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+    __syncthreads();  // every thread has read s.total_count
+  }
+  return KeyValue(lo);
+}
+
+// Fills the window of `attempt`: s.below and s.below_sum of the values
+// under it, s.kept values in it (those past kWindowCapacity counted, not
+// kept). Whether it covers the ranks.
+__device__ bool FillWindow(WindowShared& s, const float* column, int64_t paths, RankSpan span,
+                           int attempt) {
+  const SampleRange range = SampleRangeOf(span, paths, attempt);
+  const float lo = range.bounded() ? s.sample[range.lo] : -INFINITY;
+  const float hi = range.capped() ? s.sample[range.hi] : INFINITY;
+  if (threadIdx.x == 0) s.kept = 0;
+  __syncthreads();
+  long long below = 0;
+  double below_sum = 0;
+  for (int64_t p = threadIdx.x; p < paths; p += kThreads) {
+    const float v = column[p];
+    if (v < lo) {
+      ++below;
+      below_sum += v;
+    } else if (v <= hi) {
+      const int at = atomicAdd(&s.kept, 1);
+      if (at < kWindowCapacity) s.window[at] = v;
+    }
+  }
+  BlockSums(s, below, below_sum);
+  if (threadIdx.x == 0) s.below = s.total_count, s.below_sum = s.total_sum;
+  __syncthreads();
+  const bool covers = s.kept <= kWindowCapacity && WindowCovers(span, s.below, s.kept);
+  __syncthreads();  // every thread has read s.kept before the next attempt resets it
+  return covers;
+}
+
+// Sorts the window's s.kept values in place (the rest of it padded with
+// +infinity, which sorts last).
+__device__ void SortWindow(WindowShared& s) {
+  float keys[kWindowItems];
+  for (int i = 0; i < kWindowItems; ++i) {
+    const int at = static_cast<int>(threadIdx.x) * kWindowItems + i;
+    keys[i] = at < s.kept ? s.window[at] : INFINITY;
+  }
+  __syncthreads();
+  cub::BlockRadixSort<float, kThreads, kWindowItems>(s.temp.window_sort).Sort(keys);
+  for (int i = 0; i < kWindowItems; ++i) {
+    s.window[static_cast<int>(threadIdx.x) * kWindowItems + i] = keys[i];
+  }
+  __syncthreads();
+}
+
+// One thread block per column.
+__global__ void __launch_bounds__(kThreads)
+    WindowOrderStatisticsKernel(const float* sc, int64_t paths, RankSpan span,
+                                const OrderLevel* levels, int count, const double* v0,
+                                double discount, double* out, int64_t stride) {
+  __shared__ WindowShared s;
+  const int64_t j = blockIdx.x;
+  const float* column = sc + j * paths;
+  float first[1] = {column[threadIdx.x]};
+  cub::BlockRadixSort<float, kThreads, 1>(s.temp.sample_sort).Sort(first);
+  s.sample[threadIdx.x] = first[0];
+  __syncthreads();
+  bool windowed = false;
+  for (int attempt = 0; attempt < kWindowAttempts && !windowed; ++attempt) {
+    windowed = FillWindow(s, column, paths, span, attempt);
+  }
+  if (windowed) SortWindow(s);
+  for (int l = 0; l < count; ++l) {
+    const OrderLevel level = levels[l];
+    double q;
+    if (windowed) {
+      q = WindowQuantile(s.window, s.below, level.low, level.fraction);
+    } else {
+      const double low = SelectRank(s, column, paths, level.low);
+      q = level.fraction == 0
+              ? low
+              : InterpolateQuantile(low, SelectRank(s, column, paths, level.low + 1),
+                                    level.fraction);
+    }
+    if (level.kind != kExpectedShortfall) {
+      if (threadIdx.x == 0) {
+        out[l * stride + j] = level.kind == kQuantile ? q : v0[j] - discount * q;
+      }
+      continue;
+    }
+    // ES: the mean of the values <= q, those under the window and those of
+    // the sorted window up to q, or the whole column's.
+    long long n = 0;
+    double sum = 0;
+    if (windowed) {
+      for (int i = threadIdx.x; i < s.kept; i += kThreads) {
+        const double v = s.window[i];
+        if (v <= q) ++n, sum += v;
+      }
+    } else {
+      for (int64_t p = threadIdx.x; p < paths; p += kThreads) {
+        const double v = column[p];
+        if (v <= q) ++n, sum += v;
+      }
+    }
+    BlockSums(s, n, sum);
+    if (threadIdx.x == 0) {
+      const double below = windowed ? static_cast<double>(s.below) : 0.0;
+      const double below_sum = windowed ? s.below_sum : 0.0;
+      out[l * stride + j] = v0[j] - discount * ((below_sum + s.total_sum) /
+                                                (below + static_cast<double>(s.total_count)));
+    }
+    __syncthreads();  // s.total_* are reused by the next level
+  }
+}
+
+}  // namespace
+
+bool WindowApplies(RankSpan span, int64_t paths) {
+  if (!WindowFromSample(span, paths)) return false;
+  const SampleRange range = SampleRangeOf(span, paths, 0);
+  const int64_t samples = range.top() - (range.bounded() ? range.lo : 0);
+  // Expected values in the window: samples / kWindowSample of the column.
+  return samples * paths * 3 <= kWindowCapacity * kWindowSample * 2;
+}
+
+cudaError_t LaunchWindowOrderStatistics(const float* sc, int64_t paths, int64_t columns,
+                                        RankSpan span, const OrderLevel* levels, int count,
+                                        const double* v0, double discount, double* out,
+                                        int64_t stride, cudaStream_t stream) {
+  if (columns == 0 || count == 0) return cudaSuccess;
+  WindowOrderStatisticsKernel<<<static_cast<unsigned>(columns), kThreads, 0, stream>>>(
+      sc, paths, span, levels, count, v0, discount, out, stride);
+  return cudaGetLastError();
+}
+
+}  // namespace pricer::cuda
