@@ -19,4 +19,9 @@ std::vector<int64_t> NeededRanks(const StatisticsSelection& selection, int64_t r
   return ranks;
 }
 
+RankSpan NeededSpan(const StatisticsSelection& selection, int64_t rows) {
+  const std::vector<int64_t> ranks = NeededRanks(selection, rows);
+  return ranks.empty() ? RankSpan{} : RankSpan{ranks.front(), ranks.back()};
+}
+
 }  // namespace pricer

@@ -92,5 +92,7 @@ PRICER_HOST_DEVICE inline double WindowQuantile(const float* sorted, int64_t bel
 // each quantile, VaR and ES level's x_(k) and, when it interpolates, x_(k+1);
 // ascending, each once. Empty when it needs none.
 std::vector<int64_t> NeededRanks(const StatisticsSelection& selection, int64_t rows);
+// The first and last of NeededRanks; RankSpan{} when it needs none.
+RankSpan NeededSpan(const StatisticsSelection& selection, int64_t rows);
 
 }  // namespace pricer

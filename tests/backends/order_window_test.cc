@@ -30,11 +30,6 @@ StatisticsSelection Tail() {
   return s;
 }
 
-RankSpan SpanOf(const StatisticsSelection& selection, int64_t rows) {
-  const std::vector<int64_t> ranks = NeededRanks(selection, rows);
-  return {ranks.front(), ranks.back()};
-}
-
 TEST(NeededRanksTest, EachLevelsRanksOnceAscending) {
   StatisticsSelection s;
   s.quantiles = {0.5, 0.01};
@@ -51,6 +46,12 @@ TEST(NeededRanksTest, EachLevelsRanksOnceAscending) {
   s.es.clear();
   EXPECT_EQ(NeededRanks(s, 10'001), (std::vector<int64_t>{100, 5'000}));
   EXPECT_TRUE(NeededRanks(StatisticsSelection::Basic(), 10'000).empty());
+  const RankSpan span = NeededSpan(s, 10'001);
+  EXPECT_EQ(span.first, 100);
+  EXPECT_EQ(span.last, 5'000);
+  const RankSpan none = NeededSpan(StatisticsSelection::Basic(), 10'000);
+  EXPECT_EQ(none.first, 0);
+  EXPECT_EQ(none.last, 0);
 }
 
 TEST(SampleRangeTest, HoldsTheExpectedSampleRanksAndWidensOnTheRetry) {
@@ -74,23 +75,23 @@ TEST(SampleRangeTest, HoldsTheExpectedSampleRanksAndWidensOnTheRetry) {
   // The example: VaR 0.99 and ES 0.975 at P = 10,000 need ranks 99..250,
   // expected at sample ranks 2.5..6.4: open below, capped at 17 (6.43 +
   // 3 x 2.50 + 3 = 16.93, rounded up).
-  const SampleRange example = SampleRangeOf(SpanOf(Tail(), 10'000), 10'000, 0);
+  const SampleRange example = SampleRangeOf(NeededSpan(Tail(), 10'000), 10'000, 0);
   EXPECT_FALSE(example.bounded());
   EXPECT_TRUE(example.capped());
   EXPECT_EQ(example.hi, 17);
 }
 
 TEST(WindowFromSampleTest, TailsAndMediansFromTheSampleWideSpansAndShortColumnsWhole) {
-  EXPECT_TRUE(WindowFromSample(SpanOf(Tail(), 10'000), 10'000));
-  EXPECT_TRUE(WindowFromSample(SpanOf(Tail(), 9'999), 9'999));
+  EXPECT_TRUE(WindowFromSample(NeededSpan(Tail(), 10'000), 10'000));
+  EXPECT_TRUE(WindowFromSample(NeededSpan(Tail(), 9'999), 9'999));
   StatisticsSelection median;
   median.quantiles = {0.5};
-  EXPECT_TRUE(WindowFromSample(SpanOf(median, 10'000), 10'000));
+  EXPECT_TRUE(WindowFromSample(NeededSpan(median, 10'000), 10'000));
   StatisticsSelection wide = Tail();
   wide.quantiles.push_back(0.5);  // ranks 99..5,000: half the column
-  EXPECT_FALSE(WindowFromSample(SpanOf(wide, 10'000), 10'000));
-  EXPECT_FALSE(WindowFromSample(SpanOf(Tail(), 2'047), 2'047));
-  EXPECT_TRUE(WindowFromSample(SpanOf(Tail(), 2'048), 2'048));
+  EXPECT_FALSE(WindowFromSample(NeededSpan(wide, 10'000), 10'000));
+  EXPECT_FALSE(WindowFromSample(NeededSpan(Tail(), 2'047), 2'047));
+  EXPECT_TRUE(WindowFromSample(NeededSpan(Tail(), 2'048), 2'048));
 }
 
 TEST(WindowCoversTest, EveryNeededRankInside) {
@@ -110,7 +111,7 @@ struct WindowedColumn {
 WindowedColumn SelectByWindow(const StatisticsSelection& selection, const std::vector<float>& x,
                               double v0) {
   const int64_t rows = static_cast<int64_t>(x.size());
-  const RankSpan span = SpanOf(selection, rows);
+  const RankSpan span = NeededSpan(selection, rows);
   std::vector<float> sample(x.begin(), x.begin() + std::min<int64_t>(rows, kWindowSample));
   std::sort(sample.begin(), sample.end());
   std::vector<float> window;

@@ -44,20 +44,6 @@ absl::Status Upload(const std::string& device, MemoryAccount& account, const Buf
   return absl::OkStatus();
 }
 
-// The order statistics of a selection, in the order of the statistics rows:
-// quantiles, then VaR, then ES levels.
-std::vector<cuda::OrderLevel> OrderLevels(const StatisticsSelection& selection, int64_t paths) {
-  std::vector<cuda::OrderLevel> levels;
-  auto add = [&](double level, int kind) {
-    const QuantileRank rank = QuantileRankOf(level, paths);
-    levels.push_back(cuda::OrderLevel{rank.low, rank.fraction, kind});
-  };
-  for (double q : selection.quantiles) add(q, cuda::kQuantile);
-  for (double a : selection.var) add(1.0 - a, cuda::kValueAtRisk);
-  for (double a : selection.es) add(1.0 - a, cuda::kExpectedShortfall);
-  return levels;
-}
-
 // A job's state on its GPU. Its calls expect that GPU to be current
 // (CudaDeviceJob makes it so), and RunShard may run on several threads at
 // once.
@@ -71,7 +57,8 @@ class CudaJob {
         shard_columns_(shard_columns),
         buffers_(device.BuffersOf(spec, shard_columns)),
         levels_host_(OrderLevels(spec.output.statistics, spec.paths)),
-        ranks_(NeededRanks(spec.output.statistics, spec.paths)) {}
+        span_(NeededSpan(spec.output.statistics, spec.paths)),
+        window_(!levels_host_.empty() && cuda::WindowApplies(span_, spec.paths)) {}
 
   ~CudaJob() {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
@@ -196,12 +183,8 @@ class CudaJob {
                        levels_.data(),
                        static_cast<int64_t>(levels_host_.size()),
                        offsets_.data(),
-                       Span(),
-                       !ranks_.empty() && cuda::WindowApplies(Span(), spec_.paths)};
-  }
-
-  RankSpan Span() const {
-    return ranks_.empty() ? RankSpan{} : RankSpan{ranks_.front(), ranks_.back()};
+                       span_,
+                       window_};
   }
 
   const JobSpec& spec_;
@@ -211,7 +194,8 @@ class CudaJob {
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;
-  const std::vector<int64_t> ranks_;  // the order statistics the levels need
+  const RankSpan span_;  // the ranks the levels need (NeededSpan)
+  const bool window_;    // the levels by the window kernel (WindowApplies)
   // Declared before the arrays: destroyed after them, and the destructor
   // synchronises it first.
   absl::Mutex stream_mu_;
@@ -267,6 +251,18 @@ absl::StatusOr<std::unique_ptr<DeviceJob>> StartCudaJob(const JobSpec& spec, Cud
   auto job = std::make_unique<CudaDeviceJob>(spec, device, shard_columns);
   RETURN_IF_ERROR(job->Start());
   return job;
+}
+
+std::vector<cuda::OrderLevel> OrderLevels(const StatisticsSelection& selection, int64_t paths) {
+  std::vector<cuda::OrderLevel> levels;
+  auto add = [&](double level, int kind) {
+    const QuantileRank rank = QuantileRankOf(level, paths);
+    levels.push_back(cuda::OrderLevel{rank.low, rank.fraction, kind});
+  };
+  for (double q : selection.quantiles) add(q, cuda::kQuantile);
+  for (double a : selection.var) add(1.0 - a, cuda::kValueAtRisk);
+  for (double a : selection.es) add(1.0 - a, cuda::kExpectedShortfall);
+  return levels;
 }
 
 }  // namespace pricer

@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/backends/cuda/cuda_device.h"
+#include "server/backends/cuda/kernels.h"
 #include "server/model/job_spec.h"
+#include "server/model/statistics.h"
 #include "server/scheduler/device.h"
 
 namespace pricer {
@@ -16,5 +19,9 @@ namespace pricer {
 // ready when this returns. `spec` and `device` outlive the job.
 absl::StatusOr<std::unique_ptr<DeviceJob>> StartCudaJob(const JobSpec& spec, CudaDevice& device,
                                                         int64_t shard_columns);
+
+// The order statistics of a selection over `paths` values, in the order of
+// the statistics rows: quantiles, then VaR, then ES levels.
+std::vector<cuda::OrderLevel> OrderLevels(const StatisticsSelection& selection, int64_t paths);
 
 }  // namespace pricer

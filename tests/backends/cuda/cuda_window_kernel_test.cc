@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "server/backends/cuda/cuda_job.h"
 #include "server/backends/cuda/kernels.h"
 #include "server/model/order_window.h"
 #include "server/model/statistics.h"
@@ -30,34 +31,17 @@ StatisticsSelection Tail() {
   return s;
 }
 
-RankSpan SpanOf(const StatisticsSelection& selection, int64_t paths) {
-  const std::vector<int64_t> ranks = NeededRanks(selection, paths);
-  return {ranks.front(), ranks.back()};
-}
-
 TEST(WindowAppliesTest, TheExamplesTailsUpToAboutThirtyEightThousandPaths) {
-  EXPECT_TRUE(cuda::WindowApplies(SpanOf(Tail(), 10'000), 10'000));
-  EXPECT_TRUE(cuda::WindowApplies(SpanOf(Tail(), 10'001), 10'001));
-  EXPECT_TRUE(cuda::WindowApplies(SpanOf(Tail(), 30'000), 30'000));
+  EXPECT_TRUE(cuda::WindowApplies(NeededSpan(Tail(), 10'000), 10'000));
+  EXPECT_TRUE(cuda::WindowApplies(NeededSpan(Tail(), 10'001), 10'001));
+  EXPECT_TRUE(cuda::WindowApplies(NeededSpan(Tail(), 30'000), 30'000));
   // The window would overflow shared memory: the columns are sorted.
-  EXPECT_FALSE(cuda::WindowApplies(SpanOf(Tail(), 60'000), 60'000));
+  EXPECT_FALSE(cuda::WindowApplies(NeededSpan(Tail(), 60'000), 60'000));
   // Too short for a sample, or ranks far apart.
-  EXPECT_FALSE(cuda::WindowApplies(SpanOf(Tail(), 2'000), 2'000));
+  EXPECT_FALSE(cuda::WindowApplies(NeededSpan(Tail(), 2'000), 2'000));
   StatisticsSelection wide = Tail();
   wide.quantiles.push_back(0.5);
-  EXPECT_FALSE(cuda::WindowApplies(SpanOf(wide, 10'000), 10'000));
-}
-
-std::vector<cuda::OrderLevel> Levels(const StatisticsSelection& s, int64_t paths) {
-  std::vector<cuda::OrderLevel> levels;
-  auto add = [&](double level, int kind) {
-    const QuantileRank r = QuantileRankOf(level, paths);
-    levels.push_back({r.low, r.fraction, kind});
-  };
-  for (double q : s.quantiles) add(q, cuda::kQuantile);
-  for (double a : s.var) add(1 - a, cuda::kValueAtRisk);
-  for (double a : s.es) add(1 - a, cuda::kExpectedShortfall);
-  return levels;
+  EXPECT_FALSE(cuda::WindowApplies(NeededSpan(wide, 10'000), 10'000));
 }
 
 template <typename T>
@@ -73,7 +57,7 @@ T* ToDevice(const std::vector<T>& host) {
 // of every column against a full sort.
 void ExpectKernelMatchesSort(const std::vector<std::vector<float>>& columns, int64_t paths) {
   const StatisticsSelection selection = Tail();
-  const std::vector<cuda::OrderLevel> levels = Levels(selection, paths);
+  const std::vector<cuda::OrderLevel> levels = OrderLevels(selection, paths);
   const int64_t count = static_cast<int64_t>(columns.size());
   std::vector<float> sc;
   for (const std::vector<float>& c : columns) sc.insert(sc.end(), c.begin(), c.end());
@@ -83,7 +67,7 @@ void ExpectKernelMatchesSort(const std::vector<std::vector<float>>& columns, int
   cuda::OrderLevel* levels_device = ToDevice(levels);
   double* v0_device = ToDevice(v0);
   double* out_device = ToDevice(out);
-  ASSERT_EQ(cuda::LaunchWindowOrderStatistics(sc_device, paths, count, SpanOf(selection, paths),
+  ASSERT_EQ(cuda::LaunchWindowOrderStatistics(sc_device, paths, count, NeededSpan(selection, paths),
                                               levels_device, static_cast<int>(levels.size()),
                                               v0_device, kDiscount, out_device, count, nullptr),
             cudaSuccess);
