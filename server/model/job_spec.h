@@ -95,7 +95,6 @@ struct OutputSelection {
 
   // Whether the host needs the SC values of a shard: to send them, or to
   // compute the statistics' errors from them (statistic_errors.h).
-  bool host_values() const { return full || statistics.errors; }
 };
 
 // The arithmetic a backend may use for the shard GEMMs. The cpu backend always

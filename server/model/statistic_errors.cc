@@ -4,23 +4,20 @@
 #include <cmath>
 #include <cstring>
 
+#include "server/model/interval_ranks.h"
+
 namespace pricer {
 namespace {
 
 // Sums of a unit's value less a shift near their mean (so that the
-// variance keeps its precision), and their standard error.
+// variance keeps its precision).
 struct UnitSums {
   double sum = 0, squares = 0;
   void Add(double deviation) {
     sum += deviation;
     squares += deviation * deviation;
   }
-  // The sample standard deviation of the units' values over sqrt(units).
-  double StandardError(int64_t units) const {
-    if (units < 2) return 0.0;
-    const double n = static_cast<double>(units);
-    return std::sqrt(std::max(0.0, squares - sum * sum / n) / (n - 1) / n);
-  }
+  double StandardError(int64_t units) const { return UnitStandardError(sum, squares, units); }
 };
 
 }  // namespace
@@ -83,20 +80,18 @@ ColumnErrors::Interval ColumnErrors::QuantileInterval(const float* values, doubl
   Interval interval;
   interval.estimate = PlaceQuantile(values, level, window);
   const auto begin = sorted_.begin();
-  // The variance of N from the units' counts of values <= the estimate.
-  UnitSums counts;
-  const double share = level;  // near the units' mean count per value: the shift
+  // sd(N) from the units' counts of values <= the estimate.
+  UnitCounts counts;
   for (int64_t u = 0; u < units_; ++u) {
-    counts.Add(UnitMean(values, u, [&](double v) { return v <= interval.estimate ? 1.0 : 0.0; }) -
-               share);
+    const double share =
+        UnitMean(values, u, [&](double v) { return v <= interval.estimate ? 1.0 : 0.0; });
+    counts.whole += share == 1.0;
+    counts.half += share == 0.5;
   }
-  // The same sums for the count per unit (not per value): times 2 for pairs.
-  const double scale = antithetic_ ? 2.0 : 1.0;
-  const double sd = scale * counts.StandardError(units_) * units;  // sd(N)
-  const int64_t lower =
-      std::clamp<int64_t>(static_cast<int64_t>(std::floor(expected - z_ * sd - 0.5)), 0, k);
-  const int64_t upper = std::clamp<int64_t>(
-      static_cast<int64_t>(std::ceil(expected + z_ * sd - 0.5)), next, window - 1);
+  const RankSpan bounds =
+      IntervalRanksOf(level, rows_, k, z_, CountDeviation(counts, units_, antithetic_));
+  // The bounds' ranks are within the window (sd(N) <= `widest` / z).
+  const int64_t lower = bounds.first, upper = std::min(bounds.last, window - 1);
   // Each bound lies on its side of k and k + 1, already partitioned.
   std::nth_element(begin, begin + lower, begin + k + 1);
   std::nth_element(begin + next, begin + upper, begin + window);
@@ -157,6 +152,21 @@ void ColumnErrors::Compute(const float* values, int64_t k, ColumnStatistics* out
     }
     out->es_se[l][j] = influence.StandardError(units_);
   }
+}
+
+RankSpan WindowSpan(const StatisticsSelection& selection, int64_t rows, bool antithetic) {
+  RankSpan span = NeededSpan(selection, rows);
+  if (!selection.errors) return span;
+  const double z = ColumnErrors::NormalQuantile(selection.error_confidence);
+  auto widen = [&](double level) {
+    const RankSpan r =
+        ExpectedIntervalRanks(level, rows, QuantileRankOf(level, rows).low, z, antithetic);
+    span.first = std::min(span.first, r.first);
+    span.last = std::max(span.last, r.last);
+  };
+  for (double q : selection.quantiles) widen(q);
+  for (double a : selection.var) widen(1.0 - a);
+  return span;
 }
 
 }  // namespace pricer

@@ -11,7 +11,9 @@
 //     N the count of values under the quantile (binomial for independent
 //     paths; its variance from the units' counts, so antithetic pairs are
 //     counted as what they are) and z the normal quantile of the confidence.
-// Both backends call it on the host: a few passes over the column.
+// The cpu backend calls it on the host: a few passes over the column. The
+// cuda backend's kernels compute the same errors on the GPU through the
+// arithmetic in interval_ranks.h, which this calls too.
 #pragma once
 
 #include <cstdint>

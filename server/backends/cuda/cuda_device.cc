@@ -4,6 +4,7 @@
 
 #include "server/backends/cuda/cuda_job.h"
 #include "server/backends/cuda/kernels.h"
+#include "server/model/interval_ranks.h"
 
 namespace pricer {
 
@@ -27,7 +28,6 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
   b.st = BufferOf<float>("terminal prices ST", paths * issuers);
   b.spot_f64 = BufferOf<double>("spot (float64)", issuers);
   b.order_levels = BufferOf<cuda::OrderLevel>("order levels", selection.order_levels());
-  b.sort_offsets = BufferOf<int>("sort offsets", cuda::kSortColumns + 1);
   b.spot = BufferOf<float>("spot", issuers);
   b.drift = BufferOf<float>("drift", issuers);
   b.diffusion = BufferOf<float>("diffusion", issuers);
@@ -41,12 +41,14 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
   b.a_block = BufferOf<float>("scenario block A", issuers * w);
   b.sc_block = BufferOf<float>("result block SC", paths * w);
   if (selection.any()) {
-    b.statistics = BufferOf<double>(
-        "statistics block", (CudaJobBuffers::kFixedStatisticRows + selection.order_levels()) * w);
+    b.statistics =
+        BufferOf<double>("statistics block", CudaJobBuffers::StatisticRows(selection) * w);
   }
-  if (selection.order_levels() > 0) {
+  if (selection.order_levels() > 0 &&
+      !cuda::WindowApplies(WindowSpan(selection, paths, spec.antithetic), paths)) {
     b.sort =
-        CudaJobBuffers::Sort{BufferOf<float>("sort keys", paths * cuda::kSortColumns),
+        CudaJobBuffers::Sort{BufferOf<int>("sort offsets", cuda::kSortColumns + 1),
+                             BufferOf<float>("sort keys", paths * cuda::kSortColumns),
                              BufferOf<float>("sort keys (alternate)", paths * cuda::kSortColumns),
                              BufferOf<char>("sort scratch", cuda::SortScratchBytes(paths))};
   }
@@ -54,15 +56,16 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
     b.statistics_host = BufferOf<double>("pinned statistics block", b.statistics->elements);
   }
   if (!spec.scenarios.generated()) b.a_host = BufferOf<float>("pinned scenario block", issuers * w);
-  if (spec.output.host_values()) b.values_host = BufferOf<float>("pinned result block", paths * w);
+  if (spec.output.full) b.values_host = BufferOf<float>("pinned result block", paths * w);
   return b;
 }
 
 AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_columns) const {
   const CudaJobBuffers b = BuffersOf(spec, shard_columns);
-  AllocationTable table{
-      {b.st, b.spot_f64, b.order_levels, b.sort_offsets, b.spot, b.drift, b.diffusion},
-      {b.cublas.workspace, b.cublas.state, b.a_block, b.sc_block}};
+  AllocationTable table{{b.st, b.spot_f64, b.order_levels},
+                        {b.cublas.workspace, b.cublas.state, b.a_block, b.sc_block}};
+  if (b.sort) table.resident.push_back(b.sort->offsets);
+  table.resident.insert(table.resident.end(), {b.spot, b.drift, b.diffusion});
   if (const auto& c = b.correlation) {
     table.resident.insert(table.resident.end(),
                           {c->shocks, c->factor, c->cublas.workspace, c->cublas.state});

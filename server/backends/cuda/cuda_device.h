@@ -59,6 +59,13 @@ struct CudaJobBuffers {
   // Rows of the statistics block before the order statistics: V0, mean,
   // stddev, min, max (LaunchMoments writes the four after V0).
   static constexpr int64_t kFixedStatisticRows = 5;
+  // The rows of the statistics block: the fixed ones, one per order level,
+  // and with errors the mean's and stddev's standard errors and two per
+  // order level (ErrorArgs, kernels.h).
+  static int64_t StatisticRows(const StatisticsSelection& selection) {
+    const int64_t levels = selection.order_levels();
+    return kFixedStatisticRows + levels + (selection.errors ? 2 + 2 * levels : 0);
+  }
 
   // What a cuBLAS handle holds on the GPU: the workspace we allocate for it
   // and its own state (GpuProfile::cublas_handle_bytes, reserved).
@@ -66,10 +73,9 @@ struct CudaJobBuffers {
     Buffer workspace, state;
   };
 
-  // Resident: ST (P x N float32), the spot in float64 (for V0), the order
-  // statistics' levels (one at least: the table's minimum) and the segment
-  // offsets of the sort.
-  Buffer st, spot_f64, order_levels, sort_offsets;
+  // Resident: ST (P x N float32), the spot in float64 (for V0) and the
+  // order statistics' levels (one at least: the table's minimum).
+  Buffer st, spot_f64, order_levels;
   // Resident while ST is built (counted as resident): the GBM constants of
   // each issuer, float32.
   Buffer spot, drift, diffusion;
@@ -87,10 +93,12 @@ struct CudaJobBuffers {
   Buffer a_block, sc_block;
   // When statistics are asked for: their block, float64 (rows x w).
   std::optional<Buffer> statistics;
-  // When order statistics are: the sort's two key buffers (P x 256 float32,
-  // a cub::DoubleBuffer) and its scratch.
+  // When order statistics are and the window kernel does not serve them
+  // (WindowApplies to WindowSpan): the sort's segment offsets (resident),
+  // and per shard its two key buffers (P x 256 float32, a
+  // cub::DoubleBuffer) and its scratch.
   struct Sort {
-    Buffer keys, keys_alternate, scratch;
+    Buffer offsets, keys, keys_alternate, scratch;
   };
   std::optional<Sort> sort;
 

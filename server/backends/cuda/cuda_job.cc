@@ -19,7 +19,8 @@
 #include "server/backends/cuda/kernels.h"
 #include "server/backends/cuda/scoped_device.h"
 #include "server/model/gbm.h"
-#include "server/model/order_window.h"
+#include "server/model/interval_ranks.h"
+#include "server/model/statistic_errors.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -57,8 +58,9 @@ class CudaJob {
         shard_columns_(shard_columns),
         buffers_(device.BuffersOf(spec, shard_columns)),
         levels_host_(OrderLevels(spec.output.statistics, spec.paths)),
-        span_(NeededSpan(spec.output.statistics, spec.paths)),
-        window_(!levels_host_.empty() && cuda::WindowApplies(span_, spec.paths)) {}
+        span_(WindowSpan(spec.output.statistics, spec.paths, spec.antithetic)),
+        window_(!levels_host_.empty() && !buffers_.sort),
+        error_z_(ColumnErrors::NormalQuantile(spec.output.statistics.error_confidence)) {}
 
   ~CudaJob() {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
@@ -123,7 +125,8 @@ class CudaJob {
     RETURN_IF_ERROR(
         Upload(name_, memory_, buffers_.spot_f64, spec_.market.spot, stream, &spot_f64_));
     RETURN_IF_ERROR(Upload(name_, memory_, buffers_.order_levels, levels_host_, stream, &levels_));
-    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.sort_offsets, name_, &offsets_));
+    if (!buffers_.sort) return absl::OkStatus();
+    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.sort->offsets, name_, &offsets_));
     return PRICER_CUDA_STATUS(name_,
                               cuda::LaunchSegmentOffsets(spec_.paths, offsets_.data(), stream));
   }
@@ -184,7 +187,8 @@ class CudaJob {
                        static_cast<int64_t>(levels_host_.size()),
                        offsets_.data(),
                        span_,
-                       window_};
+                       window_,
+                       error_z_};
   }
 
   const JobSpec& spec_;
@@ -194,8 +198,9 @@ class CudaJob {
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;
-  const RankSpan span_;  // the ranks the levels need (NeededSpan)
-  const bool window_;    // the levels by the window kernel (WindowApplies)
+  const RankSpan span_;   // the ranks a window holds (WindowSpan)
+  const bool window_;     // the levels by the window kernel (no sort buffers)
+  const double error_z_;  // the errors' normal quantile
   // Declared before the arrays: destroyed after them, and the destructor
   // synchronises it first.
   absl::Mutex stream_mu_;
@@ -257,7 +262,7 @@ std::vector<cuda::OrderLevel> OrderLevels(const StatisticsSelection& selection, 
   std::vector<cuda::OrderLevel> levels;
   auto add = [&](double level, int kind) {
     const QuantileRank rank = QuantileRankOf(level, paths);
-    levels.push_back(cuda::OrderLevel{rank.low, rank.fraction, kind});
+    levels.push_back(cuda::OrderLevel{rank.low, rank.fraction, kind, level});
   };
   for (double q : selection.quantiles) add(q, cuda::kQuantile);
   for (double a : selection.var) add(1.0 - a, cuda::kValueAtRisk);

@@ -12,7 +12,6 @@
 #include "common/status_macros.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_status.h"
-#include "server/model/statistic_errors.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
@@ -113,7 +112,7 @@ class ShardRun {
                               CUDA_R_32F, paths, slot_.a.data() + first * issuers, CUDA_R_32F,
                               issuers, &zero, slot_.sc.data() + first * paths, CUDA_R_32F, paths,
                               ComputeType(spec_.precision), CUBLAS_GEMM_DEFAULT)));
-      if (spec_.output.host_values()) RETURN_IF_ERROR(CopyKeptValues(b));
+      if (spec_.output.full) RETURN_IF_ERROR(CopyKeptValues(b));
     }
     return PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.multiplied.get(), compute));
   }
@@ -157,6 +156,11 @@ class ShardRun {
             PRICER_CUDA_STATUS(name_, cuda::LaunchMoments(kept_sc, paths, layout_.kept,
                                                           statistics + stride, stride, compute)));
       }
+      if (selection.errors && (selection.mean || selection.stddev)) {
+        RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+            name_, cuda::LaunchMomentErrors(kept_sc, paths, layout_.kept, spec_.antithetic,
+                                            statistics + stride, ErrorRow(0), stride, compute)));
+      }
       RETURN_IF_ERROR(OrderStatistics(kept_sc, layout_.kept));
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
           name_, cudaMemcpyAsync(slot_.statistics_host.data(), statistics,
@@ -174,11 +178,13 @@ class ShardRun {
     const int64_t stride = job_.shard_columns;
     double* statistics = slot_.statistics.data();
     double* rows = statistics + CudaJobBuffers::kFixedStatisticRows * stride;
+    cuda::ErrorArgs errors;
+    if (spec_.output.statistics.errors) errors = {ErrorRow(2), job_.error_z, spec_.antithetic};
     if (job_.window) {
-      return PRICER_CUDA_STATUS(
-          name_, cuda::LaunchWindowOrderStatistics(kept_sc, paths, kept, job_.span, job_.levels,
-                                                   static_cast<int>(job_.level_count), statistics,
-                                                   discount(), rows, stride, slot_.compute.get()));
+      return PRICER_CUDA_STATUS(name_, cuda::LaunchWindowOrderStatistics(
+                                           kept_sc, paths, kept, job_.span, job_.levels,
+                                           static_cast<int>(job_.level_count), statistics,
+                                           discount(), rows, stride, errors, slot_.compute.get()));
     }
     for (int64_t first = 0; first < kept && job_.level_count > 0; first += cuda::kSortColumns) {
       const int64_t count = std::min(cuda::kSortColumns, kept - first);
@@ -188,10 +194,13 @@ class ShardRun {
                                    slot_.sort_keys.data(), slot_.sort_keys_alternate.data(),
                                    slot_.sort_scratch.data(), slot_.sort_scratch.size(), &sorted,
                                    slot_.compute.get())));
+      cuda::ErrorArgs shifted = errors;  // column `first` of the rows
+      if (shifted.out != nullptr) shifted.out += first;
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
-          name_, cuda::LaunchOrderStatistics(
-                     sorted, paths, count, job_.levels, static_cast<int>(job_.level_count),
-                     statistics + first, discount(), rows + first, stride, slot_.compute.get())));
+          name_, cuda::LaunchOrderStatistics(sorted, kept_sc + first * paths, paths, count,
+                                             job_.levels, static_cast<int>(job_.level_count),
+                                             statistics + first, discount(), rows + first, stride,
+                                             shifted, slot_.compute.get())));
     }
     return absl::OkStatus();
   }
@@ -249,16 +258,35 @@ class ShardRun {
         ++r;
       }
     }
-    // The errors on the host, from the values copied back for them.
-    if (selection.errors) {
-      ColumnErrors errors(selection, spec_.paths, discount(), spec_.antithetic);
-      for (int64_t k = 0; k < kept; ++k) {
-        errors.Compute(slot_.values_host.data() + k * spec_.paths, k, &out->statistics);
+    if (!selection.errors) return;
+    // The errors' rows (ErrorRow): the mean's and stddev's, then two per
+    // order level.
+    const int64_t e = CudaJobBuffers::kFixedStatisticRows + job_.level_count;
+    if (selection.mean) std::copy(row(e), row(e) + kept, out->statistics.mean_se.begin());
+    if (selection.stddev)
+      std::copy(row(e + 1), row(e + 1) + kept, out->statistics.stddev_se.begin());
+    r = e + 2;
+    auto bounds = [&](std::vector<std::vector<double>>& lower,
+                      std::vector<std::vector<double>>& upper) {
+      for (size_t l = 0; l < lower.size(); ++l, r += 2) {
+        std::copy(row(r), row(r) + kept, lower[l].begin());
+        std::copy(row(r + 1), row(r + 1) + kept, upper[l].begin());
       }
+    };
+    bounds(out->statistics.quantiles_lo, out->statistics.quantiles_hi);
+    bounds(out->statistics.var_lo, out->statistics.var_hi);
+    for (std::vector<double>& se : out->statistics.es_se) {
+      std::copy(row(r), row(r) + kept, se.begin());
+      r += 2;
     }
   }
 
-  int64_t StatisticRows() const { return CudaJobBuffers::kFixedStatisticRows + job_.level_count; }
+  int64_t StatisticRows() const { return CudaJobBuffers::StatisticRows(spec_.output.statistics); }
+  // Row `r` of the errors, after the fixed rows and the order levels'.
+  double* ErrorRow(int64_t r) const {
+    return slot_.statistics.data() +
+           (CudaJobBuffers::kFixedStatisticRows + job_.level_count + r) * job_.shard_columns;
+  }
   double discount() const { return std::exp(-spec_.market.rate * spec_.market.maturity); }
 
   const ResidentJob& job_;

@@ -25,9 +25,10 @@ struct ResidentJob {
   const double* spot_f64;     // N
   const cuda::OrderLevel* levels;
   int64_t level_count;
-  const int* sort_offsets;  // kSortColumns + 1
-  RankSpan span;            // the needed ranks (NeededRanks), when there are levels
+  const int* sort_offsets;  // kSortColumns + 1, when the levels are sorted
+  RankSpan span;            // the ranks a window holds (WindowSpan), when there are levels
   bool window;              // the levels by LaunchWindowOrderStatistics (WindowApplies)
+  double error_z;           // with errors: the normal quantile of their confidence
 };
 
 // Runs `shard` of `job` on `slot`, on the current GPU, into `out`. On

@@ -4,6 +4,7 @@
 #include <cub/device/device_segmented_sort.cuh>
 #include <cub/util_type.cuh>
 
+#include "server/backends/cuda/column_errors.cuh"
 #include "server/backends/cuda/kernels.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
@@ -121,17 +122,25 @@ __device__ double SortedQuantile(const float* sorted, int64_t paths, const Order
 
 // One thread block per column; the ES levels sum the sorted prefix of
 // values <= their quantile.
-__global__ void OrderStatisticsKernel(const float* sorted_columns, int64_t paths,
+__global__ void OrderStatisticsKernel(const float* sorted_columns, const float* sc, int64_t paths,
                                       const OrderLevel* levels, int count, const double* v0,
-                                      double discount, double* out, int64_t stride) {
+                                      double discount, double* out, int64_t stride,
+                                      ErrorArgs errors) {
+  static_assert(kErrorThreads == kThreads, "the errors' sums are the block's");
   using Reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename Reduce::TempStorage storage;
   __shared__ int64_t tail;
+  __shared__ double error_sum;
   const int64_t j = blockIdx.x;
   const float* sorted = sorted_columns + j * paths;
   for (int l = 0; l < count; ++l) {
     const OrderLevel level = levels[l];
     const double q = SortedQuantile(sorted, paths, level);
+    if (errors.out != nullptr) {
+      LevelErrors(ErrorShared{&storage, &error_sum}, sc + j * paths, paths, level, l, q, v0[j],
+                  discount, errors, j, stride,
+                  [sorted](int64_t rank) -> double { return sorted[rank]; });
+    }
     if (level.kind != kExpectedShortfall) {
       if (threadIdx.x == 0) {
         out[l * stride + j] = level.kind == kQuantile ? q : v0[j] - discount * q;
@@ -242,13 +251,13 @@ cudaError_t SortColumns(const float* in, int64_t paths, int64_t columns, const i
   return cudaSuccess;
 }
 
-cudaError_t LaunchOrderStatistics(const float* sorted, int64_t paths, int64_t columns,
-                                  const OrderLevel* levels, int count, const double* v0,
-                                  double discount, double* out, int64_t stride,
-                                  cudaStream_t stream) {
+cudaError_t LaunchOrderStatistics(const float* sorted, const float* sc, int64_t paths,
+                                  int64_t columns, const OrderLevel* levels, int count,
+                                  const double* v0, double discount, double* out, int64_t stride,
+                                  const ErrorArgs& errors, cudaStream_t stream) {
   if (columns == 0 || count == 0) return cudaSuccess;
   OrderStatisticsKernel<<<static_cast<unsigned>(columns), kThreads, 0, stream>>>(
-      sorted, paths, levels, count, v0, discount, out, stride);
+      sorted, sc, paths, levels, count, v0, discount, out, stride, errors);
   return cudaGetLastError();
 }
 

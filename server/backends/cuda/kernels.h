@@ -38,16 +38,37 @@ cudaError_t LaunchPortfolioValues(const float* a, int64_t rows, int64_t columns,
 cudaError_t LaunchMoments(const float* sc, int64_t paths, int64_t columns, double* out,
                           int64_t stride, cudaStream_t stream);
 
-// One order statistic a job asks for: the value quantile at `low` +
-// `fraction` (a QuantileRank), turned into a value, a VaR or an ES.
+// One order statistic a job asks for: the value quantile of `level` at
+// `low` + `fraction` (its QuantileRank), turned into a value, a VaR or an ES.
 struct OrderLevel {
   int64_t low = 0;
   double fraction = 0;
-  int kind = 0;  // kQuantile, kValueAtRisk or kExpectedShortfall
+  int kind = 0;      // kQuantile, kValueAtRisk or kExpectedShortfall
+  double level = 0;  // of the quantile of SC: 1 - a for VaR and ES
 };
 inline constexpr int kQuantile = 0;
 inline constexpr int kValueAtRisk = 1;
 inline constexpr int kExpectedShortfall = 2;
+
+// Where the order statistics kernels put the levels' Monte Carlo errors
+// (server/model/statistic_errors.h), when a job asks for them: two rows per
+// level, out[(2 l) * stride + j] and out[(2 l + 1) * stride + j]: a
+// quantile's interval (lower, upper), a VaR's (lower, upper), an ES's
+// standard error (the first row only). z is the normal quantile of the
+// confidence (ColumnErrors::NormalQuantile).
+struct ErrorArgs {
+  double* out = nullptr;  // none: no errors
+  double z = 0;
+  bool antithetic = false;
+};
+
+// With errors and the mean or stddev: the standard errors of the mean and of
+// the stddev of each column into out[j] and out[stride + j], from the
+// column's mean and stddev at moments[j] and moments[stride + j]
+// (LaunchMoments' rows).
+cudaError_t LaunchMomentErrors(const float* sc, int64_t paths, int64_t columns, bool antithetic,
+                               const double* moments, double* out, int64_t stride,
+                               cudaStream_t stream);
 
 // The order statistics of `columns` columns of SC, read in place (no copy,
 // no sort of a column): one thread block per column takes the bounds of a
@@ -58,7 +79,9 @@ inline constexpr int kExpectedShortfall = 2;
 // whose window misses the ranks on both attempts, or holds more than
 // kWindowCapacity values, selects each needed rank by bisection over the
 // whole column (32 counting passes). out[l * stride + j] as
-// LaunchOrderStatistics. For a job where WindowApplies.
+// LaunchOrderStatistics, and their errors as ErrorArgs says. For a job
+// where WindowApplies to the ranks of the levels and, with errors, of their
+// intervals (WindowSpan).
 inline constexpr int64_t kWindowCapacity = 4096;
 // Whether the window kernel serves the needed ranks `span` of `paths`: the
 // window comes from the sample (WindowFromSample) and attempt 0's expected
@@ -68,7 +91,8 @@ bool WindowApplies(RankSpan span, int64_t paths);
 cudaError_t LaunchWindowOrderStatistics(const float* sc, int64_t paths, int64_t columns,
                                         RankSpan span, const OrderLevel* levels, int count,
                                         const double* v0, double discount, double* out,
-                                        int64_t stride, cudaStream_t stream);
+                                        int64_t stride, const ErrorArgs& errors,
+                                        cudaStream_t stream);
 
 // Sorts `columns` (<= kSortColumns) columns of `paths` values each, from
 // `in` into one of `buffer0` / `buffer1` (both paths x kSortColumns);
@@ -82,12 +106,13 @@ cudaError_t SortColumns(const float* in, int64_t paths, int64_t columns, const i
 // offsets[k] = k * paths for k in [0, kSortColumns], the segments of SortColumns.
 cudaError_t LaunchSegmentOffsets(int64_t paths, int* offsets, cudaStream_t stream);
 
-// For sorted columns: out[l * stride + j] for each of the `count` levels:
-// the quantile itself, v0[j] - discount * quantile (VaR), or v0[j] -
-// discount * mean(values <= quantile) (ES).
-cudaError_t LaunchOrderStatistics(const float* sorted, int64_t paths, int64_t columns,
-                                  const OrderLevel* levels, int count, const double* v0,
-                                  double discount, double* out, int64_t stride,
-                                  cudaStream_t stream);
+// For sorted columns (SortColumns of `sc`, which the errors read for the
+// units' sums): out[l * stride + j] for each of the `count` levels: the
+// quantile itself, v0[j] - discount * quantile (VaR), or v0[j] - discount *
+// mean(values <= quantile) (ES); their errors as ErrorArgs says.
+cudaError_t LaunchOrderStatistics(const float* sorted, const float* sc, int64_t paths,
+                                  int64_t columns, const OrderLevel* levels, int count,
+                                  const double* v0, double discount, double* out, int64_t stride,
+                                  const ErrorArgs& errors, cudaStream_t stream);
 
 }  // namespace pricer::cuda

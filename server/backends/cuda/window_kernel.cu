@@ -5,6 +5,7 @@
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 
+#include "server/backends/cuda/column_errors.cuh"
 #include "server/backends/cuda/kernels.h"
 #include "server/model/order_window.h"
 #include "server/model/statistics.h"
@@ -15,6 +16,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWindowItems = static_cast<int>(kWindowCapacity / kThreads);
 static_assert(kWindowSample == kThreads, "one sample value per thread");
+static_assert(kErrorThreads == kThreads, "the errors' sums are the block's");
 
 // A float's bits mapped so that unsigned order is the floats' order.
 __device__ uint32_t OrderedKey(float v) {
@@ -39,6 +41,7 @@ struct WindowShared {
   double below_sum;
   long long total_count;
   double total_sum;
+  double error_sum;  // ErrorShared::result
 };
 
 // The block's sums of `count` and `sum`, in s.total_count and s.total_sum
@@ -116,11 +119,44 @@ __device__ void SortWindow(WindowShared& s) {
   __syncthreads();
 }
 
+// The column's order statistic of `rank`: from the window when it holds it,
+// else by bisection over the whole column.
+__device__ double RankValue(WindowShared& s, const float* column, int64_t paths, bool windowed,
+                            int64_t rank) {
+  if (windowed && rank >= s.below && rank < s.below + s.kept) return s.window[rank - s.below];
+  return SelectRank(s, column, paths, rank);
+}
+
+// The mean of the column's values <= q: those under the window and those of
+// the sorted window up to q, or the whole column's.
+__device__ double TailMean(WindowShared& s, const float* column, int64_t paths, bool windowed,
+                           double q) {
+  long long n = 0;
+  double sum = 0;
+  if (windowed) {
+    for (int i = threadIdx.x; i < s.kept; i += kThreads) {
+      const double v = s.window[i];
+      if (v <= q) ++n, sum += v;
+    }
+  } else {
+    for (int64_t p = threadIdx.x; p < paths; p += kThreads) {
+      const double v = column[p];
+      if (v <= q) ++n, sum += v;
+    }
+  }
+  BlockSums(s, n, sum);
+  const double below = windowed ? static_cast<double>(s.below) : 0.0;
+  const double below_sum = windowed ? s.below_sum : 0.0;
+  const double mean = (below_sum + s.total_sum) / (below + static_cast<double>(s.total_count));
+  __syncthreads();  // s.total_* are reused by the next level
+  return mean;
+}
+
 // One thread block per column.
 __global__ void __launch_bounds__(kThreads)
     WindowOrderStatisticsKernel(const float* sc, int64_t paths, RankSpan span,
                                 const OrderLevel* levels, int count, const double* v0,
-                                double discount, double* out, int64_t stride) {
+                                double discount, double* out, int64_t stride, ErrorArgs errors) {
   __shared__ WindowShared s;
   const int64_t j = blockIdx.x;
   const float* column = sc + j * paths;
@@ -133,47 +169,28 @@ __global__ void __launch_bounds__(kThreads)
     windowed = FillWindow(s, column, paths, span, attempt);
   }
   if (windowed) SortWindow(s);
+  auto value_at = [&](int64_t rank) { return RankValue(s, column, paths, windowed, rank); };
   for (int l = 0; l < count; ++l) {
     const OrderLevel level = levels[l];
+    // From the sorted window by the arithmetic the cpu reducer runs, or by
+    // bisection.
     double q;
     if (windowed) {
       q = WindowQuantile(s.window, s.below, level.low, level.fraction);
     } else {
-      const double low = SelectRank(s, column, paths, level.low);
-      q = level.fraction == 0
-              ? low
-              : InterpolateQuantile(low, SelectRank(s, column, paths, level.low + 1),
-                                    level.fraction);
+      const double low = value_at(level.low);
+      q = level.fraction == 0 ? low
+                              : InterpolateQuantile(low, value_at(level.low + 1), level.fraction);
     }
-    if (level.kind != kExpectedShortfall) {
-      if (threadIdx.x == 0) {
-        out[l * stride + j] = level.kind == kQuantile ? q : v0[j] - discount * q;
-      }
-      continue;
+    if (errors.out != nullptr) {
+      LevelErrors(ErrorShared{&s.temp.sum, &s.error_sum}, column, paths, level, l, q, v0[j],
+                  discount, errors, j, stride, value_at);
     }
-    // ES: the mean of the values <= q, those under the window and those of
-    // the sorted window up to q, or the whole column's.
-    long long n = 0;
-    double sum = 0;
-    if (windowed) {
-      for (int i = threadIdx.x; i < s.kept; i += kThreads) {
-        const double v = s.window[i];
-        if (v <= q) ++n, sum += v;
-      }
-    } else {
-      for (int64_t p = threadIdx.x; p < paths; p += kThreads) {
-        const double v = column[p];
-        if (v <= q) ++n, sum += v;
-      }
-    }
-    BlockSums(s, n, sum);
-    if (threadIdx.x == 0) {
-      const double below = windowed ? static_cast<double>(s.below) : 0.0;
-      const double below_sum = windowed ? s.below_sum : 0.0;
-      out[l * stride + j] = v0[j] - discount * ((below_sum + s.total_sum) /
-                                                (below + static_cast<double>(s.total_count)));
-    }
-    __syncthreads();  // s.total_* are reused by the next level
+    const double value = level.kind == kQuantile ? q
+                         : level.kind == kValueAtRisk
+                             ? v0[j] - discount * q
+                             : v0[j] - discount * TailMean(s, column, paths, windowed, q);
+    if (threadIdx.x == 0) out[l * stride + j] = value;
   }
 }
 
@@ -190,10 +207,11 @@ bool WindowApplies(RankSpan span, int64_t paths) {
 cudaError_t LaunchWindowOrderStatistics(const float* sc, int64_t paths, int64_t columns,
                                         RankSpan span, const OrderLevel* levels, int count,
                                         const double* v0, double discount, double* out,
-                                        int64_t stride, cudaStream_t stream) {
+                                        int64_t stride, const ErrorArgs& errors,
+                                        cudaStream_t stream) {
   if (columns == 0 || count == 0) return cudaSuccess;
   WindowOrderStatisticsKernel<<<static_cast<unsigned>(columns), kThreads, 0, stream>>>(
-      sc, paths, span, levels, count, v0, discount, out, stride);
+      sc, paths, span, levels, count, v0, discount, out, stride, errors);
   return cudaGetLastError();
 }
 

@@ -66,7 +66,7 @@ void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& c
   }
 }
 
-// The errors of `gpu` against `cpu` (both computed on the host by
+// The errors of `gpu` against `cpu` (the GPU's kernels and the cpu's
 // ColumnErrors, from values that differ by the GEMM's rounding): standard
 // errors within 1e-3, interval bounds within 1e-2 of the column's mean or V0
 // (a count one higher moves a bound by one order statistic).
@@ -215,18 +215,28 @@ TEST(CudaEngineTest, GeneratedScenarioResultsAndStatisticsMatchTheCpuBackend) {
   ExpectResultsNear(spec, 1e-5);
 }
 
-// The errors come from SC copied back to the host (the statistics stay on
-// the GPU); with antithetic pairs too.
+// The errors on the GPU (SC never leaves it): the risk selection's levels
+// by sorting at P = 4,000, the tail's by the window at the example's P =
+// 10,000; with antithetic pairs too.
 TEST(CudaEngineTest, StatisticErrorsMatchTheCpuBackend) {
   REQUIRE_GPU();
   JobSpec spec = RiskSpec(ScenarioMatrix::Generated(40, 900, 5, 0.0f, 1.0f));
   spec.output.full = false;
   spec.output.statistics.errors = true;
-  for (bool antithetic : {false, true}) {
-    spec.antithetic = antithetic;
-    const Comparison c = RunBoth(spec);
-    ExpectStatisticsNear(c.gpu.statistics, c.cpu.statistics, 1e-5);
-    ExpectErrorsNear(c.gpu.statistics, c.cpu.statistics);
+  for (bool window : {false, true}) {
+    if (window) {
+      spec.paths = 10'000;
+      spec.output.statistics.quantiles = {0.01};
+      ASSERT_FALSE(
+          MakeTestCudaDevice(kCudaBudget, PinnedMemory())->BuffersOf(spec, 512).sort.has_value());
+    }
+    for (bool antithetic : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "window " << window << ", antithetic " << antithetic);
+      spec.antithetic = antithetic;
+      const Comparison c = RunBoth(spec);
+      ExpectStatisticsNear(c.gpu.statistics, c.cpu.statistics, 1e-5);
+      ExpectErrorsNear(c.gpu.statistics, c.cpu.statistics);
+    }
   }
 }
 
@@ -285,7 +295,7 @@ TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
     ASSERT_TRUE(buffers.statistics.has_value() && buffers.sort.has_value());
     // What stays once ST is built; the other resident entries go with it.
     const int64_t held = buffers.st.bytes() + buffers.spot_f64.bytes() +
-                         buffers.order_levels.bytes() + buffers.sort_offsets.bytes();
+                         buffers.order_levels.bytes() + buffers.sort->offsets.bytes();
 
     absl::StatusOr<std::unique_ptr<DeviceJob>> job = device.StartJob(spec, width);
     ASSERT_TRUE(job.ok()) << job.status();

@@ -50,11 +50,13 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   const int64_t p = 10000, n = 500, w = 1024;
   const int64_t workspace = 32 << 20, handle = 3 << 20;
   const int64_t level_bytes = sizeof(cuda::OrderLevel);
-  auto held = [&](int64_t levels) {
-    return std::vector<Entry>{{"terminal prices ST", p * n, 4},
-                              {"spot (float64)", n, 8},
-                              {"order levels", levels, level_bytes},
-                              {"sort offsets", 257, 4}};
+  // The sort's offsets only when the levels are sorted (not by the window).
+  auto held = [&](int64_t levels, bool sorted) {
+    std::vector<Entry> entries{{"terminal prices ST", p * n, 4},
+                               {"spot (float64)", n, 8},
+                               {"order levels", levels, level_bytes}};
+    if (sorted) entries.emplace_back("sort offsets", 257, 4);
+    return entries;
   };
   const std::vector<Entry> constants = {{"spot", n, 4}, {"drift", n, 4}, {"diffusion", n, 4}};
   const std::vector<Entry> correlation = {{"independent shocks Z", p * n, 4},
@@ -72,7 +74,8 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   JobSpec spec = SeedExampleSpec(1000);  // nine order statistics
   spec.market.correlation_factor = EqualCorrelationFactor(n, 0.3);
   const AllocationTable all = device.Allocations(spec, w);
-  EXPECT_THAT(Entries(all.resident), ElementsAreArray(Concat({held(9), constants, correlation})));
+  EXPECT_THAT(Entries(all.resident),
+              ElementsAreArray(Concat({held(9, true), constants, correlation})));
   EXPECT_THAT(Entries(all.per_shard),
               ElementsAreArray(Concat({blocks, {{"statistics block", (5 + 9) * w, 8}}, sort})));
   // Generated scenarios, statistics only: the statistics block is staged.
@@ -84,7 +87,7 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   spec.market.correlation_factor.clear();
   spec.output.statistics = StatisticsSelection{};
   const AllocationTable fewest = device.Allocations(spec, w);
-  EXPECT_THAT(Entries(fewest.resident), ElementsAreArray(Concat({held(0), constants})));
+  EXPECT_THAT(Entries(fewest.resident), ElementsAreArray(Concat({held(0, false), constants})));
   EXPECT_EQ(fewest.resident[2].bytes(), level_bytes);
   EXPECT_THAT(Entries(fewest.per_shard), ElementsAreArray(blocks));
   EXPECT_THAT(Entries(fewest.pinned_per_shard), ElementsAreArray(std::vector<Entry>{}));
@@ -92,6 +95,7 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   spec.output.statistics = StatisticsSelection::Basic();
   EXPECT_THAT(Entries(device.Allocations(spec, w).per_shard),
               ElementsAreArray(Concat({blocks, {{"statistics block", 5 * w, 8}}})));
+  spec.output.statistics = StatisticsSelection::Basic();
   // Inline scenarios and full output: A staged in, SC staged out.
   spec.scenarios = ScenarioMatrix::Inline(n, 1000, nullptr);
   spec.output.full = true;
@@ -99,6 +103,35 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
               ElementsAreArray(std::vector<Entry>{{"pinned statistics block", 5 * w, 8},
                                                   {"pinned scenario block", n * w, 4},
                                                   {"pinned result block", p * w, 4}}));
+}
+
+// The tail alone (VaR 0.99, ES 0.975, with errors) at the example's P: the
+// window kernel serves it, so nothing of the sort is allocated; its
+// statistics rows are the fixed five, two levels, the mean's and stddev's
+// errors and two per level.
+TEST(CudaDeviceSizingTest, AJobTheWindowServesHoldsNoSortBuffers) {
+  const CudaDevice device("cuda0", 0, kCudaBudget, kMeasuredHopper, PinnedMemory());
+  const int64_t n = 500, w = 1024;
+  JobSpec spec = SeedExampleSpec(1000);
+  StatisticsSelection tail;
+  tail.var = {0.99};
+  tail.es = {0.975};
+  tail.errors = true;
+  spec.output.statistics = tail;
+  const AllocationTable table = device.Allocations(spec, w);
+  EXPECT_THAT(Entries(table.resident),
+              ElementsAreArray(std::vector<Entry>{{"terminal prices ST", 10'000 * n, 4},
+                                                  {"spot (float64)", n, 8},
+                                                  {"order levels", 2, sizeof(cuda::OrderLevel)},
+                                                  {"spot", n, 4},
+                                                  {"drift", n, 4},
+                                                  {"diffusion", n, 4}}));
+  EXPECT_EQ(table.per_shard.back().name, "statistics block");
+  EXPECT_EQ(table.per_shard.back().elements, (5 + 2 + 2 + 2 * 2) * w);
+  EXPECT_EQ(table.per_shard.size(), 5u);  // the handle's two, A, SC, statistics
+  // With the median too the ranks are too far apart: sorted.
+  spec.output.statistics.quantiles = {0.5};
+  EXPECT_TRUE(device.BuffersOf(spec, w).sort.has_value());
 }
 
 // The workspace per the cuBLAS documentation for the architecture, and the
