@@ -75,7 +75,7 @@ asan_build() {
   configure "$asan_dir" "$asan_flags" "$asan_flags" || return
   cmake --build "$asan_dir" -j "$jobs"
 }
-asan_exclude='^(deploy_|reliability_soak_test$|reliability_process_faults_test$|client_python_package_test$)'
+asan_exclude='^(deploy_|reliability_soak_test$|reliability_process_faults_test$|client_python_package_test$|gpu_check_rehearsal_test$)'
 asan_run() {
   # Tests run about 3 times slower: their wall-clock bounds scale.
   raise_time_scale 3

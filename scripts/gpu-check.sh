@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
-# The CUDA backend on a real GPU, in one call that fits ten minutes.
+# The CUDA backend on a real GPU, in one call that fits ten minutes, and a
+# verdict: it exits non-zero on the first thing that fails.
 #
-#   scripts/gpu-check.sh pack   on the build machine (Debian 12 with the CUDA
-#                               Toolkit): builds with CUDA for sm_90 into
-#                               build-gpu/ and packs pricerd, pricer, the CUDA
-#                               tests and the shared libraries they load (not
-#                               the CUDA driver, runtime or cuBLAS) into
-#                               .device/pricer-gpu.tar.xz
-#   scripts/gpu-check.sh run    on the GPU machine (from the repository root,
-#                               with .device/ carried there): unpacks, runs the
-#                               CUDA tests against the cpu backend with
-#                               PRICER_REQUIRE_GPU=1 (a skipped GPU case fails),
-#                               then the original example in stats mode at
-#                               full scale (500 x 10,000 x 1,000,000), in
-#                               full-output mode at 1/10 scale, and 16 jobs at
-#                               once under a 2 GiB budget, and prints a table:
-#                               the engine's peak next to what the GPU reports
-#                               the process used (nvidia-smi), and fails when
-#                               that passes the budget plus the context
-#                               headroom the server measured at start
-#   scripts/gpu-check.sh        both, on a machine that can build and has a GPU
+#   scripts/gpu-check.sh pack      on the build machine (Debian 12 with the
+#                                  CUDA Toolkit): builds with CUDA for sm_90
+#                                  into build-gpu/ and packs pricerd, pricer,
+#                                  the CUDA tests and the shared libraries
+#                                  they load (not the CUDA driver or cuBLAS,
+#                                  which the GPU machine has) into
+#                                  .device/pricer-gpu.tar.xz
+#   scripts/gpu-check.sh run       on the GPU machine (from the repository
+#                                  root, with .device/ carried there):
+#     1. libraries: cuBLAS from the CUDA Toolkit or from the pip wheels
+#        (nvidia/cublas/lib of CUDA 12, nvidia/cu13/lib of CUDA 13); any
+#        library a binary cannot find fails the check;
+#     2. the CUDA tests with PRICER_REQUIRE_GPU=1 (a skipped GPU case fails);
+#     3. values: a GPU server against a cpu server on the same requests at
+#        the example's P = 10,000 (compare_results.py): stats with errors (the
+#        window), wide quantiles (the sort), moments only, quantiles only
+#        with errors, odd P with antithetic pairs, full output, TF32 and
+#        BF16, terminal prices over several chunks;
+#     4. a deadline and a cancel mid-job: the server's device and pinned
+#        memory back to 0;
+#     5. speed and memory: the example at full scale (stats, FP32 and TF32),
+#        full output at 1/10 scale, 16 jobs at once under a 2 GiB budget; the
+#        engine's peak against what the GPU reports; fails when the process
+#        passes its budget plus headroom, when the FP32 stats run takes more
+#        than 1.3x the bare cuBLAS GEMM of the same shape (torch.matmul), or
+#        when it is slower than PyTorch's chunked matmul + quantile.
+#   scripts/gpu-check.sh rehearse [PRICERD PRICER]
+#                                  here, without a GPU: steps 3 and 4 with a
+#                                  cpu server in the GPU server's place, at
+#                                  1/50 of the columns, from build/: the
+#                                  script's own logic, checked in every CI
+#                                  run before a GPU's time is spent on it
+#   scripts/gpu-check.sh           pack, then run
 #
 # Results and logs go to $OUT (or .device/out) as well as to the terminal.
 set -euo pipefail
@@ -149,23 +164,39 @@ if verdict != "ok":
 EOF
 }
 
-run() {
-  [[ -f "$archive" ]] || { echo "no $archive: run scripts/gpu-check.sh pack first"; exit 1; }
-  out=${OUT:-$pack_dir/out}
-  mkdir -p "$out"
-  local unpacked
-  unpacked=$(mktemp -d)
-  tar -C "$unpacked" -xJf "$archive"
-  bin="$unpacked/pricer/bin"
-  # cuBLAS from the machine's CUDA Toolkit, or else from the cuBLAS wheel
-  # that PyTorch brings.
-  local cublas_wheel
-  cublas_wheel=$(python3 -c 'import os, nvidia.cublas as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null || true)
-  export LD_LIBRARY_PATH="$unpacked/pricer/lib:/usr/local/cuda/lib64${cublas_wheel:+:$cublas_wheel}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  ldd "$bin/pricerd" | grep -E "cublas|not found" || true
-  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader |
-    tee "$out/gpu.txt"
+# The directories that hold cuBLAS 13 (libcublas.so.13) on this machine: the
+# CUDA Toolkit's, or the pip wheels' (nvidia/cu13/lib for CUDA 13,
+# nvidia/cublas/lib for 12) under any Python's site-packages.
+cublas_dirs() {
+  local dirs=() d site
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [[ -e $d/libcublas.so.13 ]] && dirs+=("$d")
+  done
+  for site in $(python3 -c 'import site, sys; print(" ".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))' 2>/dev/null); do
+    [[ -d $site/nvidia ]] || continue
+    while read -r d; do dirs+=("$(dirname "$d")"); done < <(find "$site/nvidia" -name 'libcublas.so.13*' 2>/dev/null)
+  done
+  ((${#dirs[@]})) || return 0
+  printf '%s\n' "${dirs[@]}" | awk 'NF && !seen[$0]++' | paste -sd: -
+}
 
+# Step 1: every binary finds every library it loads, or the check fails.
+check_libraries() {
+  local found missing b
+  found=$(cublas_dirs)
+  export LD_LIBRARY_PATH="$unpacked/pricer/lib${found:+:$found}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "cuBLAS 13 from: ${found:-nowhere}"
+  missing=$(for b in "$bin"/*; do ldd "$b" | sed -n "s|^\s*\(.*not found\)|$(basename "$b"): \1|p"; done)
+  if [[ -n $missing ]]; then
+    echo "libraries not found:"
+    echo "$missing"
+    exit 1
+  fi
+  ldd "$bin/pricerd" | grep -E "cublas" || true
+}
+
+# Step 2.
+cuda_tests() {
   echo "== CUDA tests (GPU against the cpu backend; a skipped GPU case fails)"
   local t
   for t in cuda_status_test cuda_sizing_test cuda_window_kernel_test cuda_engine_test; do
@@ -176,7 +207,214 @@ run() {
     fi
     grep -E "^\[  (PASSED|SKIPPED|FAILED) " "$out/$t.log"
   done
+}
 
+# Starts pricerd named `name` on `devices` with the flags after them; sets
+# started_port and started_pid.
+start_server() {
+  local name=$1 devices=$2
+  shift 2
+  "$bin/pricerd" --listen 127.0.0.1:0 --metrics-listen "" --devices "$devices" "$@" \
+    > "$out/$name.pricerd.log" 2>&1 &
+  started_pid=$!
+  started_port=$(pricerd_port "$out/$name.pricerd.log" "$started_pid")
+}
+
+# `count` columns, fewer in a rehearsal.
+columns() { echo $(($1 / scale)); }
+
+# One comparison: `pricer price ARGS` on the GPU server and on the cpu
+# server, each writing its results under $out/values, then
+# compare_results.py of what `kind` names (stats: the --stats-out CSV; full:
+# the --full-out .npy; prices: the --prices-out .npy) within `tolerance`.
+# Prints a row; fails the check when they differ.
+compare() {
+  local label=$1 kind=$2 tolerance=$3
+  shift 3
+  local flag=--stats-out suffix=csv format=stats
+  case $kind in
+    full) flag=--full-out suffix=npy format=npy ;;
+    prices) flag=--prices-out suffix=npy format=npy ;;
+  esac
+  local side port file files=()
+  for side in gpu cpu; do
+    port=$gpu_port
+    [[ $side == cpu ]] && port=$cpu_port
+    file="$out/values/$label.$side.$suffix"
+    if ! "$bin/pricer" price --target "127.0.0.1:$port" "$@" "$flag" "$file" \
+      > "$out/values/$label.$side.log" 2>&1; then
+      echo "$label on the $side server failed:"
+      tail -5 "$out/values/$label.$side.log"
+      exit 1
+    fi
+    files+=("$file")
+  done
+  local compared
+  compared=$(python3 scripts/lib/compare_results.py "$format" "${files[@]}" \
+    --tolerance "$tolerance" 2>&1) || true
+  printf '%-26s %9s  %s\n' "$label" "$tolerance" "$compared" | tee -a "$out/values.txt"
+  [[ $compared == *" ok "* ]] || { echo "$label: the GPU's results differ from the cpu's"; exit 1; }
+  rm -f "${files[@]}"
+}
+
+# Step 3: the values. The cpu backend's GEMM is float32 too, its sums in
+# another order: FP32 within 1e-5 of each statistic's scale, TF32 within
+# 2e-3 and BF16 within 2e-2 (METHOD: tf32 near 3e-4 relative, bf16 between
+# 1e-3 and 1e-2).
+compare_values() {
+  echo "== values: the GPU server against a cpu server (P = 10,000 unless said)"
+  mkdir -p "$out/values"
+  start_server gpu "$gpu_devices"
+  gpu_port=$started_port gpu_pid=$started_pid
+  start_server cpu cpu
+  cpu_port=$started_port cpu_pid=$started_pid
+  local tail="mean,stddev,var:0.99,es:0.975"
+  local wide="min,max,quantile:0.05,quantile:0.5,quantile:0.95"
+  local seed=(--preset seed --scenarios "$(columns 20000)")
+  printf '%-26s %9s  %s\n' case tolerance "worst error / tolerance, where" | tee "$out/values.txt"
+  compare stats-tail-errors stats 1e-5 "${seed[@]}" --stats "$tail" --errors
+  compare stats-wide-sorted stats 1e-5 "${seed[@]}" --stats "$wide"
+  compare moments-only-errors stats 1e-5 "${seed[@]}" --stats mean,stddev --errors
+  compare quantiles-only-errors stats 1e-5 "${seed[@]}" --stats quantile:0.01,quantile:0.99 --errors
+  compare odd-p-antithetic-errors stats 1e-5 --preset seed --paths 9999 --antithetic \
+    --scenarios "$(columns 5000)" --stats "$tail,quantile:0.5" --errors
+  compare stats-tail-tf32 stats 2e-3 "${seed[@]}" --stats "$tail" --precision tf32
+  compare stats-tail-bf16 stats 2e-2 "${seed[@]}" --stats "$tail" --precision bf16
+  compare full-output full 1e-5 --preset seed --scenarios "$(columns 2000)" --stats mean
+  compare full-output-tf32 full 2e-3 --preset seed --scenarios "$(columns 2000)" --stats mean \
+    --precision tf32
+  # ST of 400,000 paths x 64 issuers, 100 MB: several chunks.
+  compare prices-in-chunks prices 1e-5 --issuers 64 --paths 400000 --seed 7 --scenarios 256 \
+    --stats mean
+}
+
+# Polls the server on `port` until its devices and the pinned staging hold
+# nothing, for up to 20 s; fails the check otherwise.
+expect_memory_freed() {
+  local label=$1 port=$2 held=""
+  for _ in $(seq 1 100); do
+    held=$("$bin/pricer" devices --target "127.0.0.1:$port" --json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(sum(int(d.get("bytesInUse", 0)) for d in r["devices"]) + int(r.get("pinnedBytesInUse", 0)))')
+    if [[ $held == 0 ]]; then
+      printf '%-26s memory back to 0\n' "$label" | tee -a "$out/values.txt"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "$label: the server still holds $held bytes 20 s after the job ended"
+  exit 1
+}
+
+# Step 4: a deadline and a cancel in the middle of a long job.
+stop_mid_job() {
+  # At full scale even in a rehearsal: the job must still run when stopped.
+  echo "== a deadline and a cancel mid-job (the example, 1,000,000 columns)"
+  local job=(--preset seed --stats mean,stddev,var:0.99,es:0.975)
+  if "$bin/pricer" price --target "127.0.0.1:$gpu_port" "${job[@]}" --timeout 0.3 \
+    > "$out/deadline.log" 2>&1; then
+    echo "deadline: the job finished within 0.3 s, so nothing was stopped mid-job"
+    exit 1
+  fi
+  grep -q DEADLINE_EXCEEDED "$out/deadline.log" || { cat "$out/deadline.log"; exit 1; }
+  expect_memory_freed deadline "$gpu_port"
+  "$bin/pricer" price --target "127.0.0.1:$gpu_port" "${job[@]}" > "$out/cancel.log" 2>&1 &
+  local client=$!
+  sleep 1
+  # The client goes mid-job (a background job ignores SIGINT): its call
+  # ends, and the server cancels the job.
+  kill -TERM "$client"
+  wait "$client" 2>/dev/null || true
+  if grep -q "^priced" "$out/cancel.log"; then
+    echo "cancel: the job finished within 1 s, so nothing was stopped mid-job"
+    exit 1
+  fi
+  expect_memory_freed cancel "$gpu_port"
+  kill "$gpu_pid" "$cpu_pid" 2>/dev/null || true
+  wait "$gpu_pid" "$cpu_pid" 2>/dev/null || true
+}
+
+# The seconds of the bare cuBLAS GEMM of the example's shape for `columns`
+# columns in FP32: torch.matmul of ST (10,000 x 500) and A in chunks of
+# 16,384 columns, after a warm-up, timed with events. The service's stats
+# run is held to 1.3x of it.
+bare_gemm_seconds() {
+  python3 - "$1" <<'PY'
+import sys
+import torch
+columns = int(sys.argv[1])
+torch.backends.cuda.matmul.allow_tf32 = False
+st = torch.rand(10000, 500, device="cuda")
+a = [torch.rand(500, 16384, device="cuda") for _ in range(2)]
+out = torch.empty(10000, 16384, device="cuda")
+torch.matmul(st, a[0], out=out)
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+chunks = (columns + 16383) // 16384
+start.record()
+for k in range(chunks):
+    torch.matmul(st, a[k % 2], out=out)
+end.record()
+torch.cuda.synchronize()
+print(f"{start.elapsed_time(end) / 1000 * columns / (chunks * 16384):.4f}")
+PY
+}
+
+# Step 5's verdict on speed: the FP32 stats run against the bare GEMM and
+# against PyTorch's chunked matmul + quantile.
+speed_verdict() {
+  local server bare torch_seconds
+  server=$(sed -n 's/.*(server \([0-9.]*\) s).*/\1/p' "$out/stats-1e6-fp32.0.log")
+  bare=$(bare_gemm_seconds 1000000)
+  torch_seconds=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["seconds"])' \
+    "$out/torch-fp32.json")
+  python3 - "$server" "$bare" "$torch_seconds" <<'PY' | tee -a "$out/table.txt"
+import sys
+server, bare, torch_seconds = map(float, sys.argv[1:])
+ok = server <= 1.3 * bare and server <= torch_seconds
+print(f"stats 1e6 fp32: server {server:.3f} s; bare cuBLAS GEMM {bare:.3f} s, "
+      f"{server / bare:.2f}x (at most 1.3x); PyTorch {torch_seconds:.3f} s, "
+      f"{torch_seconds / server:.2f}x slower (at least 1x): {'ok' if ok else 'TOO SLOW'}")
+sys.exit(0 if ok else 1)
+PY
+}
+
+run() {
+  out=${OUT:-$pack_dir/out}
+  mkdir -p "$out"
+  scale=1
+  gpu_devices=cuda
+  [[ -f "$archive" ]] || { echo "no $archive: run scripts/gpu-check.sh pack first"; exit 1; }
+  unpacked=$(mktemp -d)
+  tar -C "$unpacked" -xJf "$archive"
+  bin="$unpacked/pricer/bin"
+  check_libraries
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader |
+    tee "$out/gpu.txt"
+  cuda_tests
+  compare_values
+  stop_mid_job
+  performance
+  speed_verdict
+}
+
+# Steps 3 and 4 here, with the binaries given (build/'s by default) and a cpu server in the GPU server's
+# place and 1/50 of the columns in step 3 (tests/backends/CMakeLists.txt runs it:
+# gpu_check_rehearsal_test).
+rehearse() {
+  out=${OUT:-$pack_dir/rehearsal}
+  mkdir -p "$out"
+  scale=50
+  gpu_devices=cpu
+  bin="$out/bin"
+  mkdir -p "$bin"
+  ln -sf "$(realpath "${1:-build/server/pricerd}")" "$(realpath "${2:-build/client/pricer}")" "$bin/"
+  compare_values
+  stop_mid_job
+}
+
+# Step 5.
+performance() {
   echo "== the original example (500 issuers x 10,000 paths) on cuda0"
   echo "   engine: the engine's peak; process: the GPU's used memory at its peak above what it"
   echo "   was before the server started; headroom: measured by the server at start (ListDevices);"
@@ -211,6 +449,7 @@ run() {
 case "${1:-all}" in
   pack) pack ;;
   run) run ;;
+  rehearse) rehearse "${@:2}" ;;
   all) pack && run ;;
-  *) echo "usage: scripts/gpu-check.sh [pack|run|all]"; exit 2 ;;
+  *) echo "usage: scripts/gpu-check.sh [pack|run|rehearse|all]"; exit 2 ;;
 esac
