@@ -1,7 +1,7 @@
 // The cuda backend: a device per GPU. Terminal prices, generated scenario
 // columns, the shard GEMMs (cuBLAS) and the per-column statistics all run on
 // the GPU; in stats mode only the statistics cross PCIe. Full output is copied
-// into pinned host buffers on a copy stream while the next GEMMs run.
+// into pinned host buffers on a download stream while the next GEMMs run.
 //
 // Every CUDA and cuBLAS call is checked (server/backends/cuda/cuda_status.h): a failure
 // fails that shard or job with a status naming the call and the device.

@@ -100,7 +100,8 @@ class CudaJob {
       // Work may still be queued on the slot's streams: wait for it, and
       // drop the slot rather than reuse buffers in an unknown state.
       cudaStreamSynchronize(slot->compute.get());
-      cudaStreamSynchronize(slot->copy.get());
+      cudaStreamSynchronize(slot->upload.get());
+      cudaStreamSynchronize(slot->download.get());
       (void)cudaGetLastError();  // `status` already says what failed
       return status;
     }

@@ -66,7 +66,7 @@ class ShardRun {
 
  private:
   // A: drawn on the GPU, or staged through pinned memory and copied block
-  // by block on the copy stream, each GEMM waiting for its block only.
+  // by block on the upload stream, each GEMM waiting for its block only.
   absl::Status StageScenarios() {
     const ScenarioMatrix& scenarios = spec_.scenarios;
     const int64_t issuers = spec_.market.issuers();
@@ -83,9 +83,9 @@ class ShardRun {
           name_,
           cudaMemcpyAsync(slot_.a.data() + offset, slot_.a_host.data() + offset,
                           static_cast<size_t>(layout_.BlockCount(b) * issuers) * sizeof(float),
-                          cudaMemcpyHostToDevice, slot_.copy.get())));
+                          cudaMemcpyHostToDevice, slot_.upload.get())));
       RETURN_IF_ERROR(
-          PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.a_ready[b].get(), slot_.copy.get())));
+          PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.a_ready[b].get(), slot_.upload.get())));
     }
     return absl::OkStatus();
   }
@@ -118,10 +118,10 @@ class ShardRun {
   }
 
   // The kept columns of block `b` of SC to the host, after its GEMM, on the
-  // copy stream.
+  // download stream.
   absl::Status CopyKeptValues(int64_t b) {
     const int64_t paths = spec_.paths;
-    cudaStream_t copy = slot_.copy.get();
+    cudaStream_t copy = slot_.download.get();
     RETURN_IF_ERROR(
         PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.gemm_done[b].get(), slot_.compute.get())));
     const int64_t begin = std::max(layout_.BlockBegin(b), layout_.skip);
@@ -224,7 +224,8 @@ class ShardRun {
   // Waits for the slot's streams; the GEMMs' and the statistics' times.
   absl::Status WaitAndTime(ShardOutput* out) {
     RETURN_IF_ERROR(Wait(slot_.compute.get()));
-    RETURN_IF_ERROR(Wait(slot_.copy.get()));
+    RETURN_IF_ERROR(Wait(slot_.upload.get()));
+    RETURN_IF_ERROR(Wait(slot_.download.get()));
     float gemm_ms = 0, statistics_ms = 0;
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cudaEventElapsedTime(&gemm_ms, slot_.start.get(), slot_.multiplied.get())));

@@ -10,7 +10,8 @@ namespace {
 absl::Status MakeStreamsAndCublas(const std::string& device, MemoryAccount& account,
                                   const CudaJobBuffers& buffers, ShardSlot& slot) {
   RETURN_IF_ERROR(MakeStream(device, &slot.compute));
-  RETURN_IF_ERROR(MakeStream(device, &slot.copy));
+  RETURN_IF_ERROR(MakeStream(device, &slot.upload));
+  RETURN_IF_ERROR(MakeStream(device, &slot.download));
   return MakeCublas(device, slot.compute.get(), account, buffers.cublas, &slot.cublas);
 }
 

@@ -26,7 +26,10 @@ namespace pricer {
 inline constexpr int64_t kCudaGemmColumns = kColumnAlignment;
 
 struct ShardSlot {
-  Stream compute, copy;
+  // The GEMMs and kernels; A to the GPU; SC to the host: a GPU copies both
+  // ways at once (Hopper has a copy engine each way), so the next shard's
+  // upload does not queue behind this one's download.
+  Stream compute, upload, download;
   CublasHandle cublas;
   DeviceArray<float> a, sc;
   DeviceArray<double> statistics;  // rows x shard_columns, zeroed
