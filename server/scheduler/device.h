@@ -13,6 +13,7 @@
 #include "server/model/statistics.h"
 #include "server/scheduler/allocation_table.h"
 #include "server/scheduler/memory_account.h"
+#include "server/scheduler/result_stream.h"
 #include "server/scheduler/shard_planner.h"
 
 namespace pricer {
@@ -29,6 +30,10 @@ struct ShardOutput {
   // P x columns, column-major, when full output is on. RunShard sizes it; it
   // may come in holding a used buffer's values (BufferPool), all overwritten.
   std::vector<float> values;
+  // Or the same values in memory the backend owns, when it wrote them there
+  // (the cuda backend's pinned blocks, which its GPU copies into): the
+  // engine cuts the chunks from these instead, uncopied.
+  SharedFloats owned_values;
   ColumnStatistics statistics;  // when statistics are on
   // Thread-seconds spent in the GEMM and in the statistics (the cost split).
   double gemm_seconds = 0;

@@ -239,9 +239,15 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   const int64_t paths = spec.paths;
   const int64_t chunk_columns = job.plan().chunk_columns;
   // The chunks are ranges of the shard's values, not copies; the buffer goes
-  // back to the pool when the last of them has been sent.
-  const std::shared_ptr<const std::vector<float>> values =
-      job.shard_buffers().Share(std::move(output.values));
+  // back to its pool when the last of them has been sent.
+  SharedFloats values = std::move(output.owned_values);
+  if (!values.empty()) {
+    (void)job.shard_buffers().Share(std::move(output.values));  // unused: back to the pool
+  } else if (spec.output.full) {
+    const std::shared_ptr<const std::vector<float>> buffer =
+        job.shard_buffers().Share(std::move(output.values));
+    values = SharedFloats(buffer, 0, buffer->size());
+  }
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += chunk_columns) {
     ResultChunk chunk;
     chunk.begin = begin;
@@ -250,8 +256,8 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
     const int64_t offset = begin - shard.out_begin;
     const int64_t count = chunk.end - chunk.begin;
     if (spec.output.full) {
-      chunk.values = SharedFloats(values, static_cast<size_t>(offset * paths),
-                                  static_cast<size_t>(count * paths));
+      chunk.values =
+          values.Range(static_cast<size_t>(offset * paths), static_cast<size_t>(count * paths));
     }
     if (spec.output.statistics.any()) {
       chunk.statistics.AppendRange(output.statistics, offset, count);

@@ -4,14 +4,18 @@
 
 namespace pricer {
 
-SharedFloats::SharedFloats(std::vector<float> values)
-    : buffer_(std::make_shared<const std::vector<float>>(std::move(values))),
-      data_(buffer_->data()),
-      size_(buffer_->size()) {}
+SharedFloats::SharedFloats(std::vector<float> values) {
+  auto buffer = std::make_shared<const std::vector<float>>(std::move(values));
+  data_ = buffer->data();
+  size_ = buffer->size();
+  owner_ = std::move(buffer);
+}
 
 SharedFloats::SharedFloats(std::shared_ptr<const std::vector<float>> buffer, size_t offset,
                            size_t count)
-    : buffer_(std::move(buffer)), data_(buffer_->data() + offset), size_(count) {}
+    : data_(buffer->data() + offset), size_(count) {
+  owner_ = std::move(buffer);
+}
 
 int64_t ResultChunk::payload_bytes() const {
   return static_cast<int64_t>(values.size() * sizeof(float)) +

@@ -22,7 +22,10 @@ namespace pricer {
 
 // Floats shared by the chunks cut from one shard's output: each chunk is a
 // range of the same buffer, so cutting copies nothing, and a reply sends the
-// range straight from it while it holds the buffer (reply_encoding.h).
+// range straight from it while it holds the buffer (reply_encoding.h). The
+// buffer is whatever `owner` keeps alive: a shard's output vector, or memory
+// a backend owns (the cuda backend's pinned output blocks, which the GPU
+// wrote straight into).
 class SharedFloats {
  public:
   SharedFloats() = default;
@@ -30,16 +33,24 @@ class SharedFloats {
   explicit SharedFloats(std::vector<float> values);
   // Floats [offset, offset + count) of `buffer`.
   SharedFloats(std::shared_ptr<const std::vector<float>> buffer, size_t offset, size_t count);
+  // `count` floats at `data`, which live as long as `owner`.
+  SharedFloats(std::shared_ptr<const void> owner, const float* data, size_t count)
+      : owner_(std::move(owner)), data_(data), size_(count) {}
+
+  // Floats [offset, offset + count) of these, sharing their owner.
+  SharedFloats Range(size_t offset, size_t count) const {
+    return SharedFloats(owner_, data_ + offset, count);
+  }
 
   const float* data() const { return data_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   const float* begin() const { return data_; }
   const float* end() const { return data_ + size_; }
-  const std::shared_ptr<const std::vector<float>>& buffer() const { return buffer_; }
+  const std::shared_ptr<const void>& owner() const { return owner_; }
 
  private:
-  std::shared_ptr<const std::vector<float>> buffer_;
+  std::shared_ptr<const void> owner_;
   const float* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -120,7 +120,7 @@ grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection
                inner.size() + values_header.size() + value_bytes, &header);
   header += inner;
   header += values_header;
-  auto values = std::make_unique<std::shared_ptr<const std::vector<float>>>(chunk.values.buffer());
+  auto values = std::make_unique<std::shared_ptr<const void>>(chunk.values.owner());
   grpc::Slice slices[] = {
       StringSlice(std::move(header)),
       OwningSlice(std::move(values), const_cast<float*>(chunk.values.data()), value_bytes)};

@@ -1,7 +1,6 @@
-// CUDA allocations, both AccountedArrays: device arrays (counted in the
-// device's MemoryAccount, the engine's budget) whose memory comes from
-// cudaMalloc, and pinned host staging buffers (counted in the host's pinned
-// memory account, --pinned-memory) from cudaHostAlloc.
+// Device arrays: AccountedArrays counted in the device's MemoryAccount (the
+// engine's budget) whose memory comes from the GPU's stream-ordered memory
+// pool. Pinned host blocks come from the GPU's PinnedPool (pinned_pool.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,25 +10,55 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/backends/cuda/cuda_status.h"
 #include "server/scheduler/allocation_table.h"
 #include "server/scheduler/memory_account.h"
 
 namespace pricer {
 
-// The AccountedArray memory policy of a GPU: plain cudaMalloc on the current
-// device, never managed memory. `device` names it in errors.
+// The AccountedArray memory policy of a GPU: the current device's default
+// memory pool, stream-ordered (cudaMallocAsync, cudaFreeAsync), never
+// managed memory. cudaMalloc and cudaFree synchronize the whole device, so a
+// job's start and end would wait for every other job's kernels; these wait
+// for nothing but the calling thread's per-thread stream, which nothing else
+// uses. An allocation is complete before Allocate returns (any stream may
+// use it); a Free comes after every stream that used the memory has been
+// waited for (the callers' rule: a slot is dropped after its streams drain,
+// a job's state after its stream). ReleaseFreedMemory gives what the pool
+// keeps back to the GPU. `device` names it in errors.
 struct CudaDeviceMemory {
   std::string device;
 
   absl::Status Allocate(int64_t bytes, absl::string_view what, void** out) const {
-    return CudaStatus(cudaMalloc(out, static_cast<size_t>(bytes)), "cudaMalloc",
-                      absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
+    const std::string where = absl::StrCat(device, " (", what, ", ", bytes, " bytes)");
+    RETURN_IF_ERROR(
+        CudaStatus(cudaMallocAsync(out, static_cast<size_t>(bytes), cudaStreamPerThread),
+                   "cudaMallocAsync", where));
+    absl::Status ready =
+        CudaStatus(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize", where);
+    if (!ready.ok()) Free(*out);
+    return ready;
   }
   // Errors here are sticky context errors already reported by the call that
   // caused them.
-  static void Free(void* data) { cudaFree(data); }
+  static void Free(void* data) { cudaFreeAsync(data, cudaStreamPerThread); }
 };
+
+// The memory freed into the current GPU's default pool, back to the GPU
+// (what NVML and other processes see), once its frees have run. Called when
+// a job's state is gone; not an error if it fails (the memory stays
+// pooled for the next job).
+inline void ReleaseFreedMemory() {
+  int ordinal = 0;
+  cudaMemPool_t pool = nullptr;
+  if (cudaGetDevice(&ordinal) != cudaSuccess ||
+      cudaDeviceGetDefaultMemPool(&pool, ordinal) != cudaSuccess ||
+      cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess ||
+      cudaMemPoolTrimTo(pool, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+}
 
 template <typename T>
 using DeviceArray = AccountedArray<T, CudaDeviceMemory>;
@@ -40,29 +69,6 @@ template <typename T>
 absl::Status AllocateOnDevice(MemoryAccount& account, const Buffer& buffer,
                               const std::string& device, DeviceArray<T>* out) {
   return DeviceArray<T>::Allocate(account, buffer, out, CudaDeviceMemory{device});
-}
-
-// The AccountedArray memory policy of page-locked host memory, which
-// asynchronous copies need. `device` names the GPU it stages for in errors.
-struct CudaPinnedMemory {
-  std::string device;
-
-  absl::Status Allocate(int64_t bytes, absl::string_view what, void** out) const {
-    return CudaStatus(cudaHostAlloc(out, static_cast<size_t>(bytes), cudaHostAllocDefault),
-                      "cudaHostAlloc", absl::StrCat(device, " (", what, ", ", bytes, " bytes)"));
-  }
-  static void Free(void* data) { cudaFreeHost(data); }
-};
-
-template <typename T>
-using PinnedArray = AccountedArray<T, CudaPinnedMemory>;
-
-// Allocates `buffer`, a pinned entry of the job's AllocationTable, staging
-// for GPU `device`, counted in the host's pinned memory `account`.
-template <typename T>
-absl::Status AllocatePinned(MemoryAccount& account, const Buffer& buffer, const std::string& device,
-                            PinnedArray<T>* out) {
-  return PinnedArray<T>::Allocate(account, buffer, out, CudaPinnedMemory{device});
 }
 
 }  // namespace pricer

@@ -13,7 +13,9 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, cons
     : Device(std::move(name), budget_bytes),
       ordinal_(ordinal),
       gpu_(gpu),
-      pinned_memory_(std::move(pinned_memory)) {}
+      pinned_memory_(std::move(pinned_memory)),
+      pinned_pool_(
+          PinnedPool::Make(pinned_memory_, PinnedPool::CudaPinned(ordinal_, this->name()))) {}
 
 CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t paths = spec.paths;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/backends/cuda/pinned_pool.h"
 #include "server/scheduler/device.h"
 
 namespace pricer {
@@ -102,9 +103,10 @@ struct CudaJobBuffers {
   };
   std::optional<Sort> sort;
 
-  // Pinned host staging per shard, each as large as the device block it
-  // mirrors: the statistics block (when statistics are asked for), the A
-  // block (inline scenarios) and the SC block (when values go to the host).
+  // Pinned host blocks per shard (PinnedPool), each as large as the device
+  // block it mirrors: the statistics block (when statistics are asked for),
+  // the A block (inline scenarios) and the SC block (full output: the block
+  // the chunks are sent from).
   std::optional<Buffer> statistics_host, a_host, values_host;
 };
 
@@ -127,6 +129,8 @@ class CudaDevice : public Device {
   int ordinal() const { return ordinal_; }
   const GpuProfile& gpu() const { return gpu_; }
   MemoryAccount& pinned_memory() { return *pinned_memory_; }
+  // The pinned blocks of this GPU's jobs, reused across shards and jobs.
+  PinnedPool& pinned_pool() { return *pinned_pool_; }
   // The buffers of a job, named, as its DeviceJob allocates them.
   CudaJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;
   AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
@@ -138,6 +142,7 @@ class CudaDevice : public Device {
   const int ordinal_;
   const GpuProfile gpu_;
   const std::shared_ptr<MemoryAccount> pinned_memory_;
+  const std::shared_ptr<PinnedPool> pinned_pool_;
 };
 
 // The GPUs this process can use, or UNAVAILABLE saying why there are none

@@ -128,6 +128,7 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> MakeCudaDevice(
   // Free memory before the context, as the runtime counts it.
   const int64_t free = after_context + context_bytes;
   RETURN_IF_ERROR(MeasureHeadroom(name, free, &gpu));
+  ReleaseFreedMemory();  // the probe's, pooled when it was freed
 
   const int64_t usable = std::max<int64_t>(0, free - gpu.context_headroom_bytes);
   int64_t budget = bytes > 0 ? bytes : static_cast<int64_t>(fraction * static_cast<double>(free));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/backends/cuda/cuda_array.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/scheduler/allocation_table.h"
@@ -35,22 +36,32 @@ absl::Status MakeStream(const std::string& device, Stream* out);
 // An event, with timing when `timing`.
 absl::Status MakeEvent(const std::string& device, bool timing, Event* out);
 
-// A cuBLAS handle and the device bytes it holds, both counted: the
-// workspace we allocate for it and its own state (measured at start,
-// reserved). Members are destroyed in reverse: the handle before its
-// workspace.
-struct CublasHandle {
+// The calling thread's cuBLAS handle on GPU `ordinal` (current, named
+// `device` in errors), set to `stream` and `workspace`: one handle per thread
+// and GPU, made on the thread's first call and destroyed when the thread
+// ends (the engine's workers live as long as the server). cuBLAS recommends
+// a handle per thread for the thread's life; a handle per job or slot would
+// be destroyed at the job's end, and cublasDestroy synchronizes the whole
+// GPU. The slot that calls it counts the handle's bytes (CublasUse).
+absl::StatusOr<cublasHandle_t> ThreadCublas(int ordinal, const std::string& device,
+                                            cudaStream_t stream, DeviceArray<char>& workspace);
+
+// What a slot's (or ST's correlation) GEMMs count of cuBLAS on the device:
+// the workspace we give the thread's handle and the handle's own state
+// (measured at start, reserved).
+struct CublasUse {
   Reservation state;
   DeviceArray<char> workspace;
-  Cublas handle;
 
-  cublasHandle_t get() const { return handle.get(); }
+  // The thread's handle on `stream` with this workspace (ThreadCublas).
+  absl::StatusOr<cublasHandle_t> Bind(int ordinal, const std::string& device, cudaStream_t stream) {
+    return ThreadCublas(ordinal, device, stream, workspace);
+  }
 };
 
-// A cuBLAS handle on `stream` for the entries `buffers` of the job's
-// AllocationTable, counted in `account` (its state reserved before
-// cublasCreate, so a handle that does not fit is refused before it exists).
-absl::Status MakeCublas(const std::string& device, cudaStream_t stream, MemoryAccount& account,
-                        const CudaJobBuffers::Cublas& buffers, CublasHandle* out);
+// The entries `buffers` of the job's AllocationTable for cuBLAS, counted in
+// `account`: the state reserved, the workspace allocated.
+absl::Status CountCublas(const std::string& device, MemoryAccount& account,
+                         const CudaJobBuffers::Cublas& buffers, CublasUse* out);
 
 }  // namespace pricer

@@ -53,8 +53,9 @@ class CudaJob {
   CudaJob(const JobSpec& spec, CudaDevice& device, int64_t shard_columns)
       : spec_(spec),
         name_(device.name()),
+        ordinal_(device.ordinal()),
         memory_(device.memory()),
-        pinned_(device.pinned_memory()),
+        pinned_(device.pinned_pool()),
         shard_columns_(shard_columns),
         buffers_(device.BuffersOf(spec, shard_columns)),
         levels_host_(OrderLevels(spec.output.statistics, spec.paths)),
@@ -144,19 +145,20 @@ class CudaJob {
     // x = L z for every path: ST = Z L^T, one GEMM.
     const CudaJobBuffers::Correlation& buffers = *buffers_.correlation;
     DeviceArray<float> z, factor;
-    CublasHandle cublas;
+    CublasUse cublas;
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers.shocks, name_, &z));
     RETURN_IF_ERROR(
         Upload(name_, memory_, buffers.factor, spec_.market.correlation_factor, stream, &factor));
-    RETURN_IF_ERROR(MakeCublas(name_, stream, memory_, buffers.cublas, &cublas));
+    RETURN_IF_ERROR(CountCublas(name_, memory_, buffers.cublas, &cublas));
+    ASSIGN_OR_RETURN(cublasHandle_t handle, cublas.Bind(ordinal_, name_, stream));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cuda::LaunchShocks(spec_.seed, spec_.antithetic, paths, issuers, z.data(), stream)));
     const float one = 1.0f, zero = 0.0f;
     const int p = static_cast<int>(paths), n = static_cast<int>(issuers);
     RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
-        name_, cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, p, n, n, &one, z.data(), p,
+        name_, cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, p, n, n, &one, z.data(), p,
                            factor.data(), n, &zero, st_.data(), p)));
-    // Z, L and the handle go when this returns: the GEMM first.
+    // Z, L and the workspace go when this returns: the GEMM first.
     return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
   }
 
@@ -179,23 +181,20 @@ class CudaJob {
 
   // The job's resident state as its shards read it.
   ResidentJob Resident() const {
-    return ResidentJob{spec_,
-                       name_,
-                       shard_columns_,
-                       st_.data(),
-                       spot_f64_.data(),
-                       levels_.data(),
-                       static_cast<int64_t>(levels_host_.size()),
-                       offsets_.data(),
-                       span_,
-                       window_,
-                       error_z_};
+    return ResidentJob{spec_,           name_,
+                       ordinal_,        buffers_,
+                       pinned_,         shard_columns_,
+                       st_.data(),      spot_f64_.data(),
+                       levels_.data(),  static_cast<int64_t>(levels_host_.size()),
+                       offsets_.data(), span_,
+                       window_,         error_z_};
   }
 
   const JobSpec& spec_;
   const std::string name_;
+  const int ordinal_;
   MemoryAccount& memory_;
-  MemoryAccount& pinned_;  // the host's, for the slots' staging
+  PinnedPool& pinned_;  // the GPU's, for the slots' staging and full output
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;
@@ -225,6 +224,7 @@ class CudaDeviceJob : public DeviceJob {
   ~CudaDeviceJob() override {
     ScopedDevice current(device_.ordinal(), device_.name());
     job_.reset();
+    ReleaseFreedMemory();
     (void)cudaGetLastError();  // what failed here was reported when it happened
   }
 

@@ -56,6 +56,7 @@ class ShardRun {
       : job_(job), spec_(job.spec), name_(job.device), layout_(shard), slot_(slot) {}
 
   absl::Status Run(ShardOutput* out) {
+    RETURN_IF_ERROR(TakeValuesBlock(out));
     RETURN_IF_ERROR(StageScenarios());
     RETURN_IF_ERROR(MultiplyBlocks());
     RETURN_IF_ERROR(ReduceStatistics());
@@ -65,6 +66,24 @@ class ShardRun {
   }
 
  private:
+  // With full output: the pinned block SC is copied into and the chunks are
+  // sent from. When the host's pinned memory is taken (chunks of slow
+  // readers hold blocks), SC goes straight into the engine's pageable
+  // buffer instead: each block's copy then waits for its GEMM.
+  absl::Status TakeValuesBlock(ShardOutput* out) {
+    if (!spec_.output.full) return absl::OkStatus();
+    absl::StatusOr<PinnedPool::Handle> block = job_.pinned.Take(*job_.buffers.values_host);
+    if (block.ok()) {
+      values_block_ = *std::move(block);
+      values_ = values_block_->as<float>();
+      return absl::OkStatus();
+    }
+    if (block.status().code() != absl::StatusCode::kResourceExhausted) return block.status();
+    out->values.resize(static_cast<size_t>(layout_.kept * spec_.paths));
+    values_ = out->values.data();
+    return absl::OkStatus();
+  }
+
   // A: drawn on the GPU, or staged through pinned memory and copied block
   // by block on the upload stream, each GEMM waiting for its block only.
   absl::Status StageScenarios() {
@@ -76,12 +95,13 @@ class ShardRun {
                                                scenarios.value_max(), issuers, layout_.first,
                                                layout_.width, slot_.a.data(), slot_.compute.get()));
     }
-    scenarios.CopyColumns(layout_.first, layout_.width, slot_.a_host.data());
+    float* a_host = slot_.a_host->as<float>();
+    scenarios.CopyColumns(layout_.first, layout_.width, a_host);
     for (int64_t b = 0; b < layout_.blocks; ++b) {
       const int64_t offset = layout_.BlockBegin(b) * issuers;
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
           name_,
-          cudaMemcpyAsync(slot_.a.data() + offset, slot_.a_host.data() + offset,
+          cudaMemcpyAsync(slot_.a.data() + offset, a_host + offset,
                           static_cast<size_t>(layout_.BlockCount(b) * issuers) * sizeof(float),
                           cudaMemcpyHostToDevice, slot_.upload.get())));
       RETURN_IF_ERROR(
@@ -97,6 +117,7 @@ class ShardRun {
     const int paths = static_cast<int>(spec_.paths);
     const int issuers = static_cast<int>(spec_.market.issuers());
     cudaStream_t compute = slot_.compute.get();
+    ASSIGN_OR_RETURN(cublasHandle_t cublas, slot_.cublas.Bind(job_.ordinal, name_, compute));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.start.get(), compute)));
     const float one = 1.0f, zero = 0.0f;
     for (int64_t b = 0; b < layout_.blocks; ++b) {
@@ -107,7 +128,7 @@ class ShardRun {
             PRICER_CUDA_STATUS(name_, cudaStreamWaitEvent(compute, slot_.a_ready[b].get(), 0)));
       }
       RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
-          name_, cublasGemmEx(slot_.cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, paths,
+          name_, cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, paths,
                               static_cast<int>(layout_.BlockCount(b)), issuers, &one, job_.st,
                               CUDA_R_32F, paths, slot_.a.data() + first * issuers, CUDA_R_32F,
                               issuers, &zero, slot_.sc.data() + first * paths, CUDA_R_32F, paths,
@@ -131,10 +152,10 @@ class ShardRun {
     RETURN_IF_ERROR(
         PRICER_CUDA_STATUS(name_, cudaStreamWaitEvent(copy, slot_.gemm_done[b].get(), 0)));
     return PRICER_CUDA_STATUS(
-        name_, cudaMemcpyAsync(slot_.values_host.data() + (begin - layout_.skip) * paths,
-                               slot_.sc.data() + begin * paths,
-                               static_cast<size_t>((end - begin) * paths) * sizeof(float),
-                               cudaMemcpyDeviceToHost, copy));
+        name_,
+        cudaMemcpyAsync(values_ + (begin - layout_.skip) * paths, slot_.sc.data() + begin * paths,
+                        static_cast<size_t>((end - begin) * paths) * sizeof(float),
+                        cudaMemcpyDeviceToHost, copy));
   }
 
   // The statistics of the kept columns next to the GEMMs: only they cross
@@ -163,7 +184,7 @@ class ShardRun {
       }
       RETURN_IF_ERROR(OrderStatistics(kept_sc, layout_.kept));
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
-          name_, cudaMemcpyAsync(slot_.statistics_host.data(), statistics,
+          name_, cudaMemcpyAsync(slot_.statistics_host->as<double>(), statistics,
                                  static_cast<size_t>(StatisticRows() * stride) * sizeof(double),
                                  cudaMemcpyDeviceToHost, compute)));
     }
@@ -237,15 +258,17 @@ class ShardRun {
   }
 
   // The kept values and statistics from the slot's pinned buffers.
-  void CopyOut(ShardOutput* out) const {
+  void CopyOut(ShardOutput* out) {
     const int64_t kept = layout_.kept;
     const StatisticsSelection& selection = spec_.output.statistics;
-    if (spec_.output.full) {
-      out->values.assign(slot_.values_host.data(), slot_.values_host.data() + kept * spec_.paths);
+    if (values_block_ != nullptr) {
+      // The chunks are sent from the block the GPU copied SC into.
+      out->owned_values = SharedFloats(job_.pinned.Share(std::move(values_block_)), values_,
+                                       static_cast<size_t>(kept * spec_.paths));
     }
     if (!selection.any()) return;
     out->statistics.Resize(selection, kept);
-    const double* rows = slot_.statistics_host.data();
+    const double* rows = slot_.statistics_host->as<double>();
     auto row = [&](int64_t r) { return rows + r * job_.shard_columns; };
     std::copy(row(0), row(0) + kept, out->statistics.v0.begin());
     if (selection.mean) std::copy(row(1), row(1) + kept, out->statistics.mean.begin());
@@ -295,6 +318,8 @@ class ShardRun {
   const std::string& name_;
   const ShardLayout layout_;
   ShardSlot& slot_;
+  PinnedPool::Handle values_block_;  // full output, when pinned memory allowed
+  float* values_ = nullptr;          // where SC's kept columns go on the host
 };
 
 }  // namespace

@@ -19,10 +19,13 @@ namespace pricer {
 // the GPU (cuda_job.cc), all of them built before any shard runs.
 struct ResidentJob {
   const JobSpec& spec;
-  const std::string& device;  // its name, in errors
-  int64_t shard_columns;      // the widest shard: the stride of the statistics block
-  const float* st;            // P x N
-  const double* spot_f64;     // N
+  const std::string& device;      // its name, in errors
+  int ordinal;                    // its GPU
+  const CudaJobBuffers& buffers;  // its table's entries
+  PinnedPool& pinned;             // the GPU's pinned blocks
+  int64_t shard_columns;          // the widest shard: the stride of the statistics block
+  const float* st;                // P x N
+  const double* spot_f64;         // N
   const cuda::OrderLevel* levels;
   int64_t level_count;
   const int* sort_offsets;  // kSortColumns + 1, when the levels are sorted

@@ -12,7 +12,7 @@ absl::Status MakeStreamsAndCublas(const std::string& device, MemoryAccount& acco
   RETURN_IF_ERROR(MakeStream(device, &slot.compute));
   RETURN_IF_ERROR(MakeStream(device, &slot.upload));
   RETURN_IF_ERROR(MakeStream(device, &slot.download));
-  return MakeCublas(device, slot.compute.get(), account, buffers.cublas, &slot.cublas);
+  return CountCublas(device, account, buffers.cublas, &slot.cublas);
 }
 
 // The per-shard entries of `buffers`, on the GPU.
@@ -41,16 +41,14 @@ absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& acc
   return absl::OkStatus();
 }
 
-// Host staging, counted in the host's `pinned` account.
-absl::Status AllocatePinnedBuffers(const std::string& device, MemoryAccount& pinned,
-                                   const CudaJobBuffers& buffers, ShardSlot& slot) {
+// Host staging from the GPU's pool (the full-output block is taken per
+// shard: it leaves with the chunks).
+absl::Status TakePinnedBlocks(PinnedPool& pinned, const CudaJobBuffers& buffers, ShardSlot& slot) {
   if (const auto& b = buffers.statistics_host) {
-    RETURN_IF_ERROR(AllocatePinned(pinned, *b, device, &slot.statistics_host));
+    ASSIGN_OR_RETURN(slot.statistics_host, pinned.Take(*b));
   }
-  if (const auto& b = buffers.a_host)
-    RETURN_IF_ERROR(AllocatePinned(pinned, *b, device, &slot.a_host));
-  if (const auto& b = buffers.values_host) {
-    RETURN_IF_ERROR(AllocatePinned(pinned, *b, device, &slot.values_host));
+  if (const auto& b = buffers.a_host) {
+    ASSIGN_OR_RETURN(slot.a_host, pinned.Take(*b));
   }
   return absl::OkStatus();
 }
@@ -75,11 +73,11 @@ absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& b
                                                          int64_t shard_columns,
                                                          const std::string& device,
                                                          MemoryAccount& account,
-                                                         MemoryAccount& pinned) {
+                                                         PinnedPool& pinned) {
   auto slot = std::make_unique<ShardSlot>();
   RETURN_IF_ERROR(MakeStreamsAndCublas(device, account, buffers, *slot));
   RETURN_IF_ERROR(AllocateDeviceBuffers(device, account, buffers, *slot));
-  RETURN_IF_ERROR(AllocatePinnedBuffers(device, pinned, buffers, *slot));
+  RETURN_IF_ERROR(TakePinnedBlocks(pinned, buffers, *slot));
   RETURN_IF_ERROR(MakeEvents(device, shard_columns, *slot));
   return slot;
 }

@@ -14,6 +14,7 @@
 #include "server/backends/cuda/cuda_array.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_handles.h"
+#include "server/backends/cuda/pinned_pool.h"
 #include "server/model/job_spec.h"
 #include "server/scheduler/memory_account.h"
 #include "server/scheduler/shard_planner.h"
@@ -30,25 +31,24 @@ struct ShardSlot {
   // ways at once (Hopper has a copy engine each way), so the next shard's
   // upload does not queue behind this one's download.
   Stream compute, upload, download;
-  CublasHandle cublas;
+  CublasUse cublas;
   DeviceArray<float> a, sc;
   DeviceArray<double> statistics;  // rows x shard_columns, zeroed
   DeviceArray<float> sort_keys, sort_keys_alternate;
   DeviceArray<char> sort_scratch;
-  PinnedArray<float> a_host;       // inline scenario columns, staged for H2D
-  PinnedArray<float> values_host;  // full output, staged from D2H
-  PinnedArray<double> statistics_host;
+  PinnedPool::Handle a_host;              // inline scenario columns, staged for H2D
+  PinnedPool::Handle statistics_host;     // the statistics block, from D2H
   std::vector<Event> a_ready, gemm_done;  // per 256-column block
   Event start, multiplied, reduced;       // timing
 };
 
 // A slot for the shards (`shard_columns` wide at most) of a job on the
 // current device `device`, its device buffers from `buffers` counted in
-// `account` and its staging buffers in the host's `pinned` account.
+// `account` and its staging blocks from the GPU's `pinned` pool.
 absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& buffers,
                                                          int64_t shard_columns,
                                                          const std::string& device,
                                                          MemoryAccount& account,
-                                                         MemoryAccount& pinned);
+                                                         PinnedPool& pinned);
 
 }  // namespace pricer

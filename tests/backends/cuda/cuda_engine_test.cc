@@ -306,13 +306,20 @@ TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
     const absl::Status run = (*job)->RunShard(Shard{0, 0, width, 0, width}, &out);
     ASSERT_TRUE(run.ok()) << run;
     // The shard's slot, kept for the next shard: the per-shard entries, on
-    // the GPU and pinned on the host.
+    // the GPU and pinned on the host, but for the full-output block, which
+    // the chunks hold (`out`) outside the pinned account.
     EXPECT_EQ(device.memory().in_use(), held + table.shard_bytes());
     EXPECT_EQ(device.memory().peak(), std::max(table.resident_bytes(), held + table.shard_bytes()));
-    EXPECT_EQ(pinned->in_use(), table.pinned_shard_bytes());
+    EXPECT_EQ(pinned->in_use(), table.pinned_shard_bytes() - buffers.values_host->bytes());
+    ASSERT_EQ(out.owned_values.size(), static_cast<size_t>(width * spec.paths));
     job->reset();
     EXPECT_EQ(device.memory().in_use(), 0);
+    // The slot's blocks wait in the GPU's pool for the next job, uncounted;
+    // the output block joins them when its last chunk goes.
     EXPECT_EQ(pinned->in_use(), 0);
+    EXPECT_EQ(device.pinned_pool().idle_blocks(), 2u);
+    out = ShardOutput{};
+    EXPECT_EQ(device.pinned_pool().idle_blocks(), 3u);
   }
 }
 
