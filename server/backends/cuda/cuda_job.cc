@@ -98,11 +98,8 @@ class CudaJob {
     ASSIGN_OR_RETURN(std::unique_ptr<ShardSlot> slot, TakeSlot());
     const absl::Status status = RunShardOnSlot(Resident(), shard, *slot, out);
     if (!status.ok()) {
-      // Work may still be queued on the slot's streams: wait for it, and
-      // drop the slot rather than reuse buffers in an unknown state.
-      cudaStreamSynchronize(slot->compute.get());
-      cudaStreamSynchronize(slot->upload.get());
-      cudaStreamSynchronize(slot->download.get());
+      // Its streams drained (RunShardOnSlot): drop the slot rather than
+      // reuse buffers in an unknown state.
       (void)cudaGetLastError();  // `status` already says what failed
       return status;
     }

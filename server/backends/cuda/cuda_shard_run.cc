@@ -56,6 +56,20 @@ class ShardRun {
       : job_(job), spec_(job.spec), name_(job.device), layout_(shard), slot_(slot) {}
 
   absl::Status Run(ShardOutput* out) {
+    const absl::Status status = Steps(out);
+    if (!status.ok()) {
+      // Work may still be queued on the slot's streams, copies into the
+      // full-output block among it: wait for it before the block goes back
+      // to the pool with this run.
+      cudaStreamSynchronize(slot_.compute.get());
+      cudaStreamSynchronize(slot_.upload.get());
+      cudaStreamSynchronize(slot_.download.get());
+    }
+    return status;
+  }
+
+ private:
+  absl::Status Steps(ShardOutput* out) {
     RETURN_IF_ERROR(TakeValuesBlock(out));
     RETURN_IF_ERROR(StageScenarios());
     RETURN_IF_ERROR(MultiplyBlocks());
@@ -65,7 +79,6 @@ class ShardRun {
     return absl::OkStatus();
   }
 
- private:
   // With full output: the pinned block SC is copied into and the chunks are
   // sent from. When the host's pinned memory is taken (chunks of slow
   // readers hold blocks), SC goes straight into the engine's pageable

@@ -35,7 +35,8 @@ struct ResidentJob {
 };
 
 // Runs `shard` of `job` on `slot`, on the current GPU, into `out`. On
-// failure work may still be queued on the slot's streams.
+// failure the slot's streams have drained, and its buffers hold whatever
+// the failed run left.
 absl::Status RunShardOnSlot(const ResidentJob& job, const Shard& shard, ShardSlot& slot,
                             ShardOutput* out);
 
