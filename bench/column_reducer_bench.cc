@@ -72,6 +72,12 @@ void BM_StatsMode(benchmark::State& state) { Reduce(state, StatsMode()); }
 void BM_StatsModePortable(benchmark::State& state) {
   Reduce(state, StatsMode(), ReducerKernel::kPortable);
 }
+// The pass's AVX2 and AVX-512 code, each where the processor has it (BM_StatsMode
+// takes the best).
+void BM_StatsModeAvx2(benchmark::State& state) { Reduce(state, StatsMode(), ReducerKernel::kAvx2); }
+void BM_StatsModeAvx512(benchmark::State& state) {
+  Reduce(state, StatsMode(), ReducerKernel::kAvx512);
+}
 // The same with the Monte Carlo error of each statistic (statistic_errors.h).
 void BM_StatsModeErrors(benchmark::State& state) {
   StatisticsSelection s = StatsMode();
@@ -111,6 +117,8 @@ BENCHMARK(BM_VarEs);
 BENCHMARK(BM_Median);
 BENCHMARK(BM_StatsMode);
 BENCHMARK(BM_StatsModePortable);
+BENCHMARK(BM_StatsModeAvx2);
+BENCHMARK(BM_StatsModeAvx512);
 BENCHMARK(BM_StatsModeErrors);
 BENCHMARK(BM_GemmPerColumn)->Unit(benchmark::kMillisecond);
 

@@ -86,14 +86,15 @@ def shape(paths, issuers, scenarios, chunk=10000):
             "--chunk-columns", str(chunk)]
 
 
-def ways(python, paths, issuers, scenarios):
-    """The peers' ways at one size, as the end-to-end loop runs them."""
+def ways(python, paths, issuers, scenarios, env):
+    """The peers' ways at one size, as the end-to-end loop runs them, under `env`."""
     size = shape(paths, issuers, scenarios)
+    peer_env = dict(env, TF_CPP_MIN_LOG_LEVEL="2")
     return {
         "torch_cpu": lambda: run_json([python, os.path.join(ROOT, "bench/torch_baseline.py"),
-                                       "--device", "cpu", *size], PEER_ENV),
+                                       "--device", "cpu", *size], peer_env),
         "tensorflow": lambda: run_json([python, os.path.join(ROOT, "bench/tf_baseline.py"),
-                                        *size], PEER_ENV),
+                                        *size], peer_env),
     }
 
 
@@ -112,15 +113,15 @@ def speedups(row):
     return out
 
 
-def speedup_table(results):
-    """The table's lines for the speed-ups over the peers."""
+def speedup_table(rows):
+    """The table's lines for the speed-ups over the peers in the end-to-end `rows`."""
     lines = ["", "Speed-up over each peer: peer seconds / service (stats mode) seconds and / "
              "bare sgemm seconds; kept = their ratio (bare s / service s, the same for every peer; "
              "target >= %.2f)" % TARGET_KEPT,
              "%10s  %-12s %8s %10s %8s %7s  | min: %10s %8s %7s" % (
                  "M", "peer", "peer s", "service x", "bare x", "kept", "service x",
                  "bare x", "kept")]
-    for row in results["end_to_end"]:
+    for row in rows:
         for peer, figures in row["speedups"].items():
             med, low = figures["median"], figures["min"]
             lines.append("%10d  %-12s %8.2f %10.2f %8.2f %7.3f  |      %10.2f %8.2f %7.3f" % (

@@ -21,6 +21,14 @@ column alike:
     device peak against its budget (bench/memory_bench);
   * cpu:1 against cpu:2 on the same request (the scheduler's overhead).
 
+The end-to-end ways run twice when this machine's environment pins
+OpenBLAS's kernels (OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE: these machines pin
+AVX2 on an AVX-512 processor): natively, those variables unset in the
+benchmark's own commands only (what a user's machine runs, and the headline),
+then as the environment pins them. Each pass records the kernel OpenBLAS
+chose (OPENBLAS_VERBOSE=2) and the bare rate its ratios are to, and the table
+names the processor's arithmetic limit beside them.
+
 Writes results.json (every raw figure), throughput.png (GFLOP/s against the
 scenario count) and table.txt to the output folder, and prints the table.
 """
@@ -43,6 +51,44 @@ STATS = "mean,stddev,var:0.99,es:0.975"
 PATHS, ISSUERS = 10000, 500
 WAYS = ("bare_sgemm", "stats", "full_devnull", "full_file", "numpy") + tuple(peers.LABELS)
 run_json = peers.run_json
+# The variables that pin OpenBLAS's kernel choice and cache sizes.
+PIN_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def environments():
+    """The environments the end-to-end ways run in: "native" (the pin
+    variables unset, in these commands only) and, when the environment sets
+    any of them, "pinned" (as it is)."""
+    native = {k: v for k, v in os.environ.items() if k not in PIN_VARIABLES}
+    pins = {k: os.environ[k] for k in PIN_VARIABLES if k in os.environ}
+    return ({"native": native, "pinned": dict(os.environ)} if pins else {"native": native}), pins
+
+
+def openblas_core(build, env):
+    """The kernel OpenBLAS loads under `env` (OPENBLAS_VERBOSE=2 prints "Core: X"), for
+    the service and bare_sgemm (one library) and for NumPy (Debian's BLAS)."""
+    def core(command):
+        done = subprocess.run(command, env=dict(env, OPENBLAS_VERBOSE="2"), capture_output=True,
+                              text=True)
+        match = re.search(r"Core: (\S+)", done.stdout + done.stderr)
+        return match.group(1) if match else "unknown"
+    return {"openblas": core([os.path.join(build, "bench/bare_sgemm"), "--paths", "64",
+                              "--issuers", "64", "--scenarios", "64"]),
+            "numpy": core([sys.executable, "-c",
+                           "import numpy; a = numpy.ones((64, 64), numpy.float32); a @ a"])}
+
+
+def arithmetic_limit():
+    """The processor's float32 arithmetic limit, GFLOP/s: cores x 2 FMA units x
+    lanes (16 with AVX-512, 8 with AVX2) x 2 flops x the clock /proc/cpuinfo
+    reports (nominal on a VM), with the figures it came from."""
+    text = open("/proc/cpuinfo").read()
+    flags = re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()
+    lanes = 16 if "avx512f" in flags else 8 if "fma" in flags else 4
+    mhz = max(float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M))
+    cores = os.cpu_count()
+    return {"gflops": cores * 2 * lanes * 2 * mhz / 1000, "cores": cores, "lanes": lanes,
+            "mhz": mhz}
 
 
 def log(message):
@@ -52,15 +98,15 @@ def log(message):
 class Server:
     """pricerd on a loopback port, for the duration of a `with` block."""
 
-    def __init__(self, build, devices="cpu", flags=()):
-        self.build, self.devices, self.flags = build, devices, list(flags)
+    def __init__(self, build, devices="cpu", flags=(), env=None):
+        self.build, self.devices, self.flags, self.env = build, devices, list(flags), env
 
     def __enter__(self):
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
             [os.path.join(self.build, "server/pricerd"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
              "--devices", self.devices, *self.flags],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.time() + 30
         while time.time() < deadline:
             self.log.seek(0)
@@ -117,20 +163,21 @@ def summarize(runs, scenarios):
             "median_gflops": gflops(scenarios, median), "max_gflops": gflops(scenarios, low)}
 
 
-def ways_at(build, target, m, scratch, peer_python):
-    """The ways at M scenario columns, in the order each repeat runs them."""
+def ways_at(build, target, m, scratch, peer_python, env):
+    """The ways at M scenario columns, in the order each repeat runs them; the
+    baselines under `env` (the server was started under it)."""
     shape = ["--paths", str(PATHS), "--issuers", str(ISSUERS), "--scenarios", str(m)]
     ways = {
         "stats": lambda: price(build, target, m, "--stats", STATS),
         "full_devnull": lambda: price(build, target, m, "--stats", "mean",
                                       "--full-out", "/dev/null"),
         "full_file": lambda: price_to_file(build, target, m, os.path.join(scratch, "sc.npy")),
-        "bare_sgemm": lambda: run_json([os.path.join(build, "bench/bare_sgemm"), *shape]),
+        "bare_sgemm": lambda: run_json([os.path.join(build, "bench/bare_sgemm"), *shape], env),
         "numpy": lambda: run_json([sys.executable,
-                                   os.path.join(ROOT, "bench/numpy_baseline.py"), *shape]),
+                                   os.path.join(ROOT, "bench/numpy_baseline.py"), *shape], env),
     }
     if peer_python:
-        ways.update(peers.ways(peer_python, PATHS, ISSUERS, m))
+        ways.update(peers.ways(peer_python, PATHS, ISSUERS, m, env))
     return ways
 
 
@@ -147,13 +194,13 @@ def size_row(m, runs):
     return row
 
 
-def end_to_end(build, sizes, repeats, scratch, peer_python=None):
-    """Per size, `repeats` runs of each way, round-robin over the ways."""
+def end_to_end(build, sizes, repeats, scratch, peer_python, env):
+    """Per size, `repeats` runs of each way under `env`, round-robin over the ways."""
     rows = []
-    with Server(build) as server:
+    with Server(build, env=env) as server:
         price(build, server.target, 2000, "--stats", STATS)  # warm-up
         for m in sizes:
-            ways = ways_at(build, server.target, m, scratch, peer_python)
+            ways = ways_at(build, server.target, m, scratch, peer_python, env)
             runs = {way: [] for way in ways}
             for r in range(repeats):
                 for way, measure in ways.items():
@@ -205,12 +252,17 @@ def plot(rows, path):
     fig.savefig(path, dpi=110)
 
 
-def end_to_end_table(results):
-    rows = results["end_to_end"]
+def end_to_end_table(results, key="end_to_end"):
+    rows = results[key]
     rates = ", ".join("%.1f GFLOP/s at M = %s" % (row["bare_sgemm"]["median_gflops"],
                                                   format(row["scenarios"], ",")) for row in rows)
-    lines = ["End to end, the original example (P = 10,000, N = 500). Bare cblas_sgemm "
-             "(median): %s; every ratio below is to it" % rates,
+    limit = results["arithmetic_limit"]
+    run = results["environments"][key]
+    lines = ["End to end, the original example (P = 10,000, N = 500), %s: %s. OpenBLAS kernel %s "
+             "(NumPy's %s). Bare cblas_sgemm (median): %s; every ratio below is to it. The "
+             "processor's limit: about %.0f GFLOP/s (%d cores x 2 FMA x %d lanes x 2 x %.0f MHz)" % (
+                 run["name"], run["setting"], run["core"]["openblas"], run["core"]["numpy"], rates,
+                 limit["gflops"], limit["cores"], limit["lanes"], limit["mhz"]),
              peers.versions_line(results),
              "Seconds: median and min of %d runs of each way, the ways interleaved; x bare: "
              "median over the bare median, and min over the bare min" % results["repeats"],
@@ -222,11 +274,14 @@ def end_to_end_table(results):
                 row["scenarios"], way, row[way]["median_seconds"], row[way]["min_seconds"],
                 row["ratios"]["median"][way], row["ratios"]["min"][way],
                 row[way]["median_gflops"]))
-    return lines + peers.speedup_table(results)
+    return lines + peers.speedup_table(rows)
 
 
 def table(results):
     lines = end_to_end_table(results)
+    if "end_to_end_pinned" in results:
+        lines.append("")
+        lines += end_to_end_table(results, "end_to_end_pinned")
     if "load" in results:
         lines.append("")
         lines.append("Tiny requests (10 issuers, 1,000 paths, 100 scenarios)")
@@ -299,10 +354,20 @@ def main():
         peer_python = peers.ensure_venv(os.path.abspath(args.peers_venv))
         results["peers"] = dict(peers.versions(peer_python), venv=os.path.abspath(args.peers_venv))
         log("peers: " + peers.versions_line(results))
+    results["arithmetic_limit"] = arithmetic_limit()
+    envs, pins = environments()
+    results["environments"] = {}
     with tempfile.TemporaryDirectory(dir=args.out) as scratch:
-        log("end to end")
-        results["end_to_end"] = end_to_end(args.build, args.sizes, args.repeats, scratch,
-                                           peer_python)
+        for name, env in envs.items():
+            key = "end_to_end" if name == "native" else "end_to_end_" + name
+            setting = ("the pin variables unset (%s)" % ", ".join(pins) if pins and
+                       name == "native" else ", ".join("%s=%s" % kv for kv in pins.items())
+                       if name == "pinned" else "nothing pinned")
+            results["environments"][key] = {"name": name, "setting": setting,
+                                            "core": openblas_core(args.build, env)}
+            log("end to end, %s: %s" % (name, setting))
+            results[key] = end_to_end(args.build, args.sizes, args.repeats, scratch, peer_python,
+                                      env)
         log("tiny requests")
         # The load tool's threads are one client to the server (one address):
         # its per-client quota must hold the 64 concurrent calls.

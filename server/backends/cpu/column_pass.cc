@@ -143,6 +143,75 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
   return pass;
 }
 
+// The same pass in AVX-512 (F, VL, DQ): the eight lanes' float64 sums in one
+// 512-bit register each (the AVX2 pass keeps them in two halves, lanes 0-3
+// and 4-7), so half the conversions and adds, and the window's compress by
+// vcompressps into a register, then one store (the form that writes memory
+// is microcoded on some processors). Each lane takes the same values in the
+// same order and the lanes are summed as PassBody sums them: the same bits.
+template <bool kMoments, bool kWindow, bool kBounded>
+__attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pass(
+    const float* values, int64_t rows, ColumnWindow window, float* kept) {
+  const __m512d shift8 = _mm512_set1_pd(values[0]);
+  const __m512d lo_d = _mm512_set1_pd(window.lo);
+  const __m256 lo8 = _mm256_set1_ps(window.lo), hi8 = _mm256_set1_ps(window.hi);
+  __m512d s1 = _mm512_setzero_pd(), s2 = _mm512_setzero_pd(), under_sum = _mm512_setzero_pd();
+  __m256i under_count = _mm256_setzero_si256();
+  __m256 lo = _mm256_set1_ps(values[0]), hi = lo;
+  int64_t n = 0, p = 0;
+  for (; p + 8 <= rows; p += 8) {
+    const __m256 x = _mm256_loadu_ps(values + p);
+    // maskz: the unmasked form trips GCC 12's maybe-uninitialized (its undefined source).
+    const __m512d d = _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), x);
+    if constexpr (kMoments) {
+      // As PassBody: x < lo ? x : lo, and x > hi ? x : hi.
+      lo = _mm256_blendv_ps(lo, x, _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+      hi = _mm256_blendv_ps(hi, x, _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+      const __m512d centred = _mm512_sub_pd(d, shift8);
+      s1 = _mm512_add_pd(s1, centred);
+      s2 = _mm512_add_pd(s2, _mm512_mul_pd(centred, centred));
+    }
+    if constexpr (kWindow) {
+      __mmask8 keep = _mm256_cmp_ps_mask(x, hi8, _CMP_LE_OQ);
+      if constexpr (kBounded) {
+        const __mmask8 under = _mm256_cmp_ps_mask(x, lo8, _CMP_LT_OQ);
+        keep &= static_cast<__mmask8>(~under);
+        under_count = _mm256_sub_epi32(under_count, _mm256_movm_epi32(under));
+        under_sum =
+            _mm512_mask_add_pd(under_sum, _mm512_cmp_pd_mask(d, lo_d, _CMP_LT_OQ), under_sum, d);
+      }
+      _mm256_storeu_ps(kept + n, _mm256_maskz_compress_ps(keep, x));
+      n += __builtin_popcount(keep);
+    }
+  }
+  alignas(64) double sums[8], squares[8], under[8];
+  alignas(32) float least[8], largest[8];
+  alignas(32) int32_t counts[8];
+  _mm512_store_pd(sums, s1);
+  _mm512_store_pd(squares, s2);
+  _mm512_store_pd(under, under_sum);
+  _mm256_store_ps(least, lo);
+  _mm256_store_ps(largest, hi);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(counts), under_count);
+  ColumnPass pass;
+  pass.shift = values[0];
+  pass.min = least[0];
+  pass.max = largest[0];
+  for (int l = 0; l < 4; ++l) {
+    pass.sum += sums[l] + sums[l + 4];
+    pass.squares += squares[l] + squares[l + 4];
+    pass.below_sum += under[l] + under[l + 4];
+  }
+  for (int l = 0; l < 8; ++l) {
+    pass.min = std::min(pass.min, least[l]);
+    pass.max = std::max(pass.max, largest[l]);
+    pass.below += counts[l];
+  }
+  pass.kept = n;
+  PassRemainder<kMoments, kWindow, kBounded>(values, p, rows, window, kept, &pass);
+  return pass;
+}
+
 template <bool kMoments, bool kWindow, bool kBounded>
 ColumnPass PortablePass(const float* values, int64_t rows, ColumnWindow window, float* kept) {
   return PassBody<kMoments, kWindow, kBounded, PortableCompress>(values, rows, window, kept);
@@ -169,9 +238,26 @@ ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool moments, bool win
       Avx2Pass<false, false, false>, Avx2Pass<false, false, true>, Avx2Pass<false, true, false>,
       Avx2Pass<false, true, true>,   Avx2Pass<true, false, false>, Avx2Pass<true, false, true>,
       Avx2Pass<true, true, false>,   Avx2Pass<true, true, true>};
+  static constexpr std::array<ColumnPassFunction, 8> kAvx512 = {
+      Avx512Pass<false, false, false>, Avx512Pass<false, false, true>,
+      Avx512Pass<false, true, false>,  Avx512Pass<false, true, true>,
+      Avx512Pass<true, false, false>,  Avx512Pass<true, false, true>,
+      Avx512Pass<true, true, false>,   Avx512Pass<true, true, true>};
   const size_t index = (moments ? 4 : 0) + (window ? 2 : 0) + (bounded ? 1 : 0);
-  const bool avx2 = kernel == ReducerKernel::kBest && __builtin_cpu_supports("avx2");
-  return avx2 ? kAvx2[index] : kPortable[index];
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  switch (kernel) {
+    case ReducerKernel::kPortable:
+      return kPortable[index];
+    case ReducerKernel::kAvx2:
+      return avx2 ? kAvx2[index] : kPortable[index];
+    case ReducerKernel::kAvx512:
+      return avx512 ? kAvx512[index] : kPortable[index];
+    case ReducerKernel::kBest:
+      break;
+  }
+  return avx512 ? kAvx512[index] : avx2 ? kAvx2[index] : kPortable[index];
 }
 
 }  // namespace pricer

@@ -1,8 +1,9 @@
 // The one pass over a column of SC that the cpu backend's reduction makes
 // (server/backends/cpu/column_reducer.h): the moments in float64 and, at the
 // same time, a copy of the values inside a window [lo, hi] with the count and
-// sum of those under it. AVX2 with a compress of the window's values when the
-// processor has it, else portable vector code; both give the same bits.
+// sum of those under it. AVX-512 or AVX2 with a compress of the window's
+// values when the processor has it (chosen at run time), else portable
+// vector code; all give the same bits.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,11 @@ struct ColumnPass {
   int64_t kept = 0;      // values in the window, copied out in their order
 };
 
-// kBest: AVX2 where the processor has it. kPortable: the portable code,
-// which tests compare with it.
-enum class ReducerKernel { kBest, kPortable };
+// kBest: AVX-512 where the processor has it (F, VL, DQ), else AVX2, else the
+// portable code. kAvx2 and kAvx512: that one where the processor has it,
+// else the portable code. kPortable: the portable code, which tests compare
+// the others with (the same bits).
+enum class ReducerKernel { kBest, kPortable, kAvx2, kAvx512 };
 
 // A pass over `rows` values; `kept` has room for rows + kColumnPassSlack
 // floats (the compress stores 8 lanes at a time).
