@@ -79,6 +79,34 @@ inline void PassRemainder(const float* values, int64_t p, int64_t rows, ColumnWi
   }
 }
 
+// The eight lanes' figures of a pass, lane l taking the values at p = l (mod
+// 8), summed into a ColumnPass in one fixed order (so every kernel's bits
+// agree): the float64 sums lane l + lane l + 4, l = 0..3.
+struct PassLanes {
+  double sums[8] = {}, squares[8] = {}, under[8] = {};
+  float least[8] = {}, largest[8] = {};
+  int32_t counts[8] = {};
+
+  ColumnPass Sum(double shift, int64_t kept) const {
+    ColumnPass pass;
+    pass.shift = shift;
+    pass.min = least[0];
+    pass.max = largest[0];
+    for (int l = 0; l < 4; ++l) {
+      pass.sum += sums[l] + sums[l + 4];
+      pass.squares += squares[l] + squares[l + 4];
+      pass.below_sum += under[l] + under[l + 4];
+    }
+    for (int l = 0; l < 8; ++l) {
+      pass.min = std::min(pass.min, least[l]);
+      pass.max = std::max(pass.max, largest[l]);
+      pass.below += counts[l];
+    }
+    pass.kept = kept;
+    return pass;
+  }
+};
+
 // One pass over a column: the moments in float64 (sums shifted by the first
 // value, so that the variance keeps its precision when the mean is large
 // against the spread), and the values in the window copied to `kept` in
@@ -124,21 +152,16 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
       n = Compress::Store(x, keep, kept, n);
     }
   }
-  ColumnPass pass;
-  pass.shift = shift;
-  pass.min = lo[0];
-  pass.max = hi[0];
+  PassLanes lanes;
   for (int l = 0; l < 4; ++l) {
-    pass.sum += s1_low[l] + s1_high[l];
-    pass.squares += s2_low[l] + s2_high[l];
-    pass.below_sum += under_low[l] + under_high[l];
+    lanes.sums[l] = s1_low[l], lanes.sums[l + 4] = s1_high[l];
+    lanes.squares[l] = s2_low[l], lanes.squares[l + 4] = s2_high[l];
+    lanes.under[l] = under_low[l], lanes.under[l + 4] = under_high[l];
   }
   for (int l = 0; l < 8; ++l) {
-    pass.min = std::min(pass.min, lo[l]);
-    pass.max = std::max(pass.max, hi[l]);
-    pass.below += under_count[l];
+    lanes.least[l] = lo[l], lanes.largest[l] = hi[l], lanes.counts[l] = under_count[l];
   }
-  pass.kept = n;
+  ColumnPass pass = lanes.Sum(shift, n);
   PassRemainder<kMoments, kWindow, kBounded>(values, p, rows, window, kept, &pass);
   return pass;
 }
@@ -184,30 +207,14 @@ __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pas
       n += __builtin_popcount(keep);
     }
   }
-  alignas(64) double sums[8], squares[8], under[8];
-  alignas(32) float least[8], largest[8];
-  alignas(32) int32_t counts[8];
-  _mm512_store_pd(sums, s1);
-  _mm512_store_pd(squares, s2);
-  _mm512_store_pd(under, under_sum);
-  _mm256_store_ps(least, lo);
-  _mm256_store_ps(largest, hi);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(counts), under_count);
-  ColumnPass pass;
-  pass.shift = values[0];
-  pass.min = least[0];
-  pass.max = largest[0];
-  for (int l = 0; l < 4; ++l) {
-    pass.sum += sums[l] + sums[l + 4];
-    pass.squares += squares[l] + squares[l + 4];
-    pass.below_sum += under[l] + under[l + 4];
-  }
-  for (int l = 0; l < 8; ++l) {
-    pass.min = std::min(pass.min, least[l]);
-    pass.max = std::max(pass.max, largest[l]);
-    pass.below += counts[l];
-  }
-  pass.kept = n;
+  PassLanes lanes;
+  _mm512_storeu_pd(lanes.sums, s1);
+  _mm512_storeu_pd(lanes.squares, s2);
+  _mm512_storeu_pd(lanes.under, under_sum);
+  _mm256_storeu_ps(lanes.least, lo);
+  _mm256_storeu_ps(lanes.largest, hi);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes.counts), under_count);
+  ColumnPass pass = lanes.Sum(values[0], n);
   PassRemainder<kMoments, kWindow, kBounded>(values, p, rows, window, kept, &pass);
   return pass;
 }
