@@ -33,6 +33,18 @@ __device__ inline double BlockSum(ErrorShared shared, double x) {
   return sum;
 }
 
+// Two figures of a unit at once (MomentErrorsKernel's one pass): what
+// ForEachUnit's pair mean needs of them.
+struct TwoFigures {
+  double first, second;
+};
+__device__ inline TwoFigures operator+(TwoFigures x, TwoFigures y) {
+  return {x.first + y.first, x.second + y.second};
+}
+__device__ inline TwoFigures operator*(double k, TwoFigures x) {
+  return {k * x.first, k * x.second};
+}
+
 // add(mean of f over unit u) for this thread's units: f of a path, or the
 // mean over a pair (an odd last path alone).
 template <typename F, typename Add>
@@ -65,14 +77,33 @@ __device__ double UnitError(ErrorShared shared, const float* column, int64_t pat
   return UnitStandardError(sum, squares, UnitsOf(paths, antithetic));
 }
 
+// The count of values <= `q` among `count` sorted ones (every thread the
+// same, by bisection).
+__device__ inline int64_t SortedCountAtOrUnder(const float* sorted, int64_t count, double q) {
+  int64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (static_cast<double>(sorted[mid]) <= q) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 // The errors of order level `l` of column j, whose estimate (the quantile of
 // SC) is q, into errors.out (ErrorArgs): a quantile's or VaR's interval
 // bounds from value_at(rank), the column's order statistic of that rank; an
-// ES's standard error.
-template <typename ValueAt>
+// ES's standard error. sorted_count(q): the count of the column's values <=
+// q where the caller has them sorted (the window, the sorted column), else
+// -1; with independent paths that count is the units' (no pass over the
+// column).
+template <typename ValueAt, typename SortedCount>
 __device__ void LevelErrors(ErrorShared shared, const float* column, int64_t paths,
                             const OrderLevel& level, int l, double q, double v0, double discount,
-                            const ErrorArgs& errors, int64_t j, int64_t stride, ValueAt value_at) {
+                            const ErrorArgs& errors, int64_t j, int64_t stride, ValueAt value_at,
+                            SortedCount sorted_count) {
   double* first_row = errors.out + (2 * l) * stride + j;
   double* second_row = first_row + stride;
   if (level.kind == kExpectedShortfall) {
@@ -82,15 +113,19 @@ __device__ void LevelErrors(ErrorShared shared, const float* column, int64_t pat
     if (threadIdx.x == 0) *first_row = se;
     return;
   }
-  double whole = 0, half = 0;
-  ForEachUnit(
-      column, paths, errors.antithetic, [=](double x) { return x <= q ? 1.0 : 0.0; },
-      [&](double share) {
-        whole += share == 1.0;
-        half += share == 0.5;
-      });
-  const UnitCounts counts{static_cast<int64_t>(BlockSum(shared, whole)),
-                          static_cast<int64_t>(BlockSum(shared, half))};
+  const int64_t counted = errors.antithetic ? -1 : sorted_count(q);
+  UnitCounts counts{counted, 0};
+  if (counted < 0) {
+    double whole = 0, half = 0;
+    ForEachUnit(
+        column, paths, errors.antithetic, [=](double x) { return x <= q ? 1.0 : 0.0; },
+        [&](double share) {
+          whole += share == 1.0;
+          half += share == 0.5;
+        });
+    counts = {static_cast<int64_t>(BlockSum(shared, whole)),
+              static_cast<int64_t>(BlockSum(shared, half))};
+  }
   const double sd = CountDeviation(counts, UnitsOf(paths, errors.antithetic), errors.antithetic);
   const RankSpan ranks = IntervalRanksOf(level.level, paths, level.low, errors.z, sd);
   const double lower = fmin(value_at(ranks.first), q);

@@ -129,7 +129,6 @@ __global__ void OrderStatisticsKernel(const float* sorted_columns, const float* 
   static_assert(kErrorThreads == kThreads, "the errors' sums are the block's");
   using Reduce = cub::BlockReduce<double, kThreads>;
   __shared__ typename Reduce::TempStorage storage;
-  __shared__ int64_t tail;
   __shared__ double error_sum;
   const int64_t j = blockIdx.x;
   const float* sorted = sorted_columns + j * paths;
@@ -137,9 +136,10 @@ __global__ void OrderStatisticsKernel(const float* sorted_columns, const float* 
     const OrderLevel level = levels[l];
     const double q = SortedQuantile(sorted, paths, level);
     if (errors.out != nullptr) {
-      LevelErrors(ErrorShared{&storage, &error_sum}, sc + j * paths, paths, level, l, q, v0[j],
-                  discount, errors, j, stride,
-                  [sorted](int64_t rank) -> double { return sorted[rank]; });
+      LevelErrors(
+          ErrorShared{&storage, &error_sum}, sc + j * paths, paths, level, l, q, v0[j], discount,
+          errors, j, stride, [sorted](int64_t rank) -> double { return sorted[rank]; },
+          [sorted, paths](double at) { return SortedCountAtOrUnder(sorted, paths, at); });
     }
     if (level.kind != kExpectedShortfall) {
       if (threadIdx.x == 0) {
@@ -147,27 +147,13 @@ __global__ void OrderStatisticsKernel(const float* sorted_columns, const float* 
       }
       continue;
     }
-    // The values <= q are the first `tail` of the column: at least
-    // level.low + 1 of them, found by a binary search above.
-    if (threadIdx.x == 0) {
-      int64_t lo = level.low + 1, hi = paths;  // sorted[lo - 1] <= q
-      while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (static_cast<double>(sorted[mid]) <= q) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      tail = lo;
-    }
-    __syncthreads();
-    const int64_t n = tail;
+    // The values <= q are the first n of the column (every thread finds n).
+    const int64_t n = SortedCountAtOrUnder(sorted, paths, q);
     double sum = 0;
     for (int64_t p = threadIdx.x; p < n; p += kThreads) sum += sorted[p];
     const double total = Reduce(storage).Sum(sum);
     if (threadIdx.x == 0) out[l * stride + j] = v0[j] - discount * (total / static_cast<double>(n));
-    __syncthreads();  // `tail` and `storage` are reused by the next level
+    __syncthreads();  // `storage` is reused by the next level
   }
 }
 

@@ -183,8 +183,12 @@ __global__ void __launch_bounds__(kThreads)
                               : InterpolateQuantile(low, value_at(level.low + 1), level.fraction);
     }
     if (errors.out != nullptr) {
+      // The window is sorted, and every value under it is under q.
+      auto sorted_count = [&](double at) -> int64_t {
+        return windowed ? s.below + SortedCountAtOrUnder(s.window, s.kept, at) : -1;
+      };
       LevelErrors(ErrorShared{&s.temp.sum, &s.error_sum}, column, paths, level, l, q, v0[j],
-                  discount, errors, j, stride, value_at);
+                  discount, errors, j, stride, value_at, sorted_count);
     }
     const double value = level.kind == kQuantile ? q
                          : level.kind == kValueAtRisk
