@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "server/backends/cuda/cuda_job.h"
+#include "server/backends/cuda/cuda_shard_slot.h"
 #include "server/backends/cuda/kernels.h"
 #include "server/model/interval_ranks.h"
 
@@ -15,7 +16,8 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, cons
       gpu_(gpu),
       pinned_memory_(std::move(pinned_memory)),
       pinned_pool_(
-          PinnedPool::Make(pinned_memory_, PinnedPool::CudaPinned(ordinal_, this->name()))) {}
+          PinnedPool::Make(pinned_memory_, PinnedPool::CudaPinned(ordinal_, this->name()))),
+      stream_pool_(std::make_shared<StreamPool>(ordinal_, this->name())) {}
 
 CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t paths = spec.paths;

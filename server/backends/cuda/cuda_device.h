@@ -110,6 +110,8 @@ struct CudaJobBuffers {
   std::optional<Buffer> statistics_host, a_host, values_host;
 };
 
+class StreamPool;  // cuda_shard_slot.h
+
 class CudaDevice : public Device {
  public:
   // Shards of one job in flight on a GPU: two, so that one shard's copies and
@@ -131,6 +133,8 @@ class CudaDevice : public Device {
   MemoryAccount& pinned_memory() { return *pinned_memory_; }
   // The pinned blocks of this GPU's jobs, reused across shards and jobs.
   PinnedPool& pinned_pool() { return *pinned_pool_; }
+  // The streams and events of this GPU's slots, reused across jobs.
+  const std::shared_ptr<StreamPool>& stream_pool() const { return stream_pool_; }
   // The buffers of a job, named, as its DeviceJob allocates them.
   CudaJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;
   AllocationTable Allocations(const JobSpec& spec, int64_t shard_columns) const override;
@@ -143,6 +147,7 @@ class CudaDevice : public Device {
   const GpuProfile gpu_;
   const std::shared_ptr<MemoryAccount> pinned_memory_;
   const std::shared_ptr<PinnedPool> pinned_pool_;
+  const std::shared_ptr<StreamPool> stream_pool_;
 };
 
 // The GPUs this process can use, or UNAVAILABLE saying why there are none

@@ -56,6 +56,7 @@ class CudaJob {
         ordinal_(device.ordinal()),
         memory_(device.memory()),
         pinned_(device.pinned_pool()),
+        streams_(device.stream_pool()),
         shard_columns_(shard_columns),
         buffers_(device.BuffersOf(spec, shard_columns)),
         levels_host_(OrderLevels(spec.output.statistics, spec.paths)),
@@ -168,7 +169,7 @@ class CudaJob {
         return slot;
       }
     }
-    return MakeShardSlot(buffers_, shard_columns_, name_, memory_, pinned_);
+    return MakeShardSlot(buffers_, shard_columns_, name_, memory_, pinned_, streams_);
   }
 
   void ReturnSlot(std::unique_ptr<ShardSlot> slot) {
@@ -191,7 +192,8 @@ class CudaJob {
   const std::string name_;
   const int ordinal_;
   MemoryAccount& memory_;
-  PinnedPool& pinned_;  // the GPU's, for the slots' staging and full output
+  PinnedPool& pinned_;                         // the GPU's, for the slots' staging and full output
+  const std::shared_ptr<StreamPool> streams_;  // the GPU's, for the slots' streams
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;

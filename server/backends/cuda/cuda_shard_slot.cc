@@ -2,18 +2,11 @@
 
 #include "common/status_macros.h"
 #include "server/backends/cuda/cuda_status.h"
+#include "server/backends/cuda/scoped_device.h"
 #include "server/scheduler/shard_planner.h"
 
 namespace pricer {
 namespace {
-
-absl::Status MakeStreamsAndCublas(const std::string& device, MemoryAccount& account,
-                                  const CudaJobBuffers& buffers, ShardSlot& slot) {
-  RETURN_IF_ERROR(MakeStream(device, &slot.compute));
-  RETURN_IF_ERROR(MakeStream(device, &slot.upload));
-  RETURN_IF_ERROR(MakeStream(device, &slot.download));
-  return CountCublas(device, account, buffers.cublas, &slot.cublas);
-}
 
 // The per-shard entries of `buffers`, on the GPU.
 absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& account,
@@ -53,33 +46,66 @@ absl::Status TakePinnedBlocks(PinnedPool& pinned, const CudaJobBuffers& buffers,
   return absl::OkStatus();
 }
 
-absl::Status MakeEvents(const std::string& device, int64_t shard_columns, ShardSlot& slot) {
-  const int64_t blocks = (shard_columns + kCudaGemmColumns - 1) / kCudaGemmColumns;
-  slot.a_ready.resize(blocks);
-  slot.gemm_done.resize(blocks);
-  for (int64_t b = 0; b < blocks; ++b) {
-    RETURN_IF_ERROR(MakeEvent(device, false, &slot.a_ready[b]));
-    RETURN_IF_ERROR(MakeEvent(device, false, &slot.gemm_done[b]));
-  }
-  for (Event* e : {&slot.start, &slot.multiplied, &slot.reduced}) {
-    RETURN_IF_ERROR(MakeEvent(device, true, e));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& buffers,
                                                          int64_t shard_columns,
                                                          const std::string& device,
-                                                         MemoryAccount& account,
-                                                         PinnedPool& pinned) {
+                                                         MemoryAccount& account, PinnedPool& pinned,
+                                                         std::shared_ptr<StreamPool> streams) {
   auto slot = std::make_unique<ShardSlot>();
-  RETURN_IF_ERROR(MakeStreamsAndCublas(device, account, buffers, *slot));
+  ASSIGN_OR_RETURN(static_cast<SlotStreams&>(*slot),
+                   streams->Take((shard_columns + kCudaGemmColumns - 1) / kCudaGemmColumns));
+  slot->pool = std::move(streams);
+  RETURN_IF_ERROR(CountCublas(device, account, buffers.cublas, &slot->cublas));
   RETURN_IF_ERROR(AllocateDeviceBuffers(device, account, buffers, *slot));
   RETURN_IF_ERROR(TakePinnedBlocks(pinned, buffers, *slot));
-  RETURN_IF_ERROR(MakeEvents(device, shard_columns, *slot));
   return slot;
+}
+
+StreamPool::~StreamPool() {
+  if (idle_.empty()) return;
+  ScopedDevice current(ordinal_, device_);
+  idle_.clear();
+}
+
+absl::StatusOr<SlotStreams> StreamPool::Take(int64_t blocks) {
+  SlotStreams streams;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      streams = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (streams.compute == nullptr) {
+    for (Stream* s : {&streams.compute, &streams.upload, &streams.download}) {
+      RETURN_IF_ERROR(MakeStream(device_, s));
+    }
+    for (Event* e : {&streams.start, &streams.multiplied, &streams.reduced}) {
+      RETURN_IF_ERROR(MakeEvent(device_, true, e));
+    }
+  }
+  // Events for the blocks this slot has more of than the streams' last one.
+  for (std::vector<Event>* events : {&streams.a_ready, &streams.gemm_done}) {
+    while (static_cast<int64_t>(events->size()) < blocks) {
+      events->emplace_back();
+      RETURN_IF_ERROR(MakeEvent(device_, false, &events->back()));
+    }
+  }
+  return streams;
+}
+
+void StreamPool::Give(SlotStreams streams) {
+  if (streams.compute == nullptr) return;
+  {
+    absl::MutexLock lock(&mu_);
+    if (idle_.size() < kMaxIdle) {
+      idle_.push_back(std::move(streams));
+      return;
+    }
+  }
+  // Destroyed here, on the GPU the caller has current (the slot's).
 }
 
 }  // namespace pricer

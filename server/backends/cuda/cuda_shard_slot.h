@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/backends/cuda/cuda_array.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_handles.h"
@@ -26,29 +28,65 @@ namespace pricer {
 // its width or range.
 inline constexpr int64_t kCudaGemmColumns = kColumnAlignment;
 
-struct ShardSlot {
+// A slot's streams and events, which outlive it in its GPU's StreamPool.
+struct SlotStreams {
   // The GEMMs and kernels; A to the GPU; SC to the host: a GPU copies both
   // ways at once (Hopper has a copy engine each way), so the next shard's
   // upload does not queue behind this one's download.
   Stream compute, upload, download;
+  std::vector<Event> a_ready, gemm_done;  // per 256-column block
+  Event start, multiplied, reduced;       // timing
+};
+
+// The streams and events of a GPU's slots, kept for its next slots and jobs
+// (at most kMaxIdle) rather than made and destroyed with each job's. A slot
+// gives them back once its streams have drained.
+class StreamPool {
+ public:
+  static constexpr size_t kMaxIdle = 8;
+
+  StreamPool(int ordinal, std::string device) : ordinal_(ordinal), device_(std::move(device)) {}
+  ~StreamPool();  // destroys the idle ones, on their GPU
+
+  // Streams, and events for `blocks` blocks at least, on the current GPU
+  // (this pool's).
+  absl::StatusOr<SlotStreams> Take(int64_t blocks) ABSL_LOCKS_EXCLUDED(mu_);
+  void Give(SlotStreams streams) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  const int ordinal_;
+  const std::string device_;
+  absl::Mutex mu_;
+  std::vector<SlotStreams> idle_ ABSL_GUARDED_BY(mu_);
+};
+
+struct ShardSlot : SlotStreams {
+  ShardSlot() = default;
+  ShardSlot(const ShardSlot&) = delete;
+  ShardSlot& operator=(const ShardSlot&) = delete;
+  // The streams and events back to `pool`.
+  ~ShardSlot() {
+    if (pool != nullptr) pool->Give(std::move(static_cast<SlotStreams&>(*this)));
+  }
+
+  std::shared_ptr<StreamPool> pool;
   CublasUse cublas;
   DeviceArray<float> a, sc;
   DeviceArray<double> statistics;  // rows x shard_columns, zeroed
   DeviceArray<float> sort_keys, sort_keys_alternate;
   DeviceArray<char> sort_scratch;
-  PinnedPool::Handle a_host;              // inline scenario columns, staged for H2D
-  PinnedPool::Handle statistics_host;     // the statistics block, from D2H
-  std::vector<Event> a_ready, gemm_done;  // per 256-column block
-  Event start, multiplied, reduced;       // timing
+  PinnedPool::Handle a_host;           // inline scenario columns, staged for H2D
+  PinnedPool::Handle statistics_host;  // the statistics block, from D2H
 };
 
 // A slot for the shards (`shard_columns` wide at most) of a job on the
-// current device `device`, its device buffers from `buffers` counted in
-// `account` and its staging blocks from the GPU's `pinned` pool.
+// current device `device`: its streams and events from the GPU's `streams`,
+// its device buffers from `buffers` counted in `account`, its staging blocks
+// from the GPU's `pinned` pool.
 absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& buffers,
                                                          int64_t shard_columns,
                                                          const std::string& device,
-                                                         MemoryAccount& account,
-                                                         PinnedPool& pinned);
+                                                         MemoryAccount& account, PinnedPool& pinned,
+                                                         std::shared_ptr<StreamPool> streams);
 
 }  // namespace pricer
