@@ -286,6 +286,7 @@ rehearse() {
   mkdir -p "$bin"
   ln -sf "$(realpath "${1:-build/server/pricerd}")" "$(realpath "${2:-build/client/pricer}")" "$bin/"
   compare_values
+  expect_a_difference_caught
   stop_mid_job
 }
 

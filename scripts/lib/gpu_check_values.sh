@@ -1,6 +1,7 @@
 # Sourced by scripts/gpu-check.sh: its steps 3 (compare_values: a GPU server
 # against a cpu server on the same requests) and 4 (stop_mid_job: a deadline
-# and a cancel, memory back to 0). They read the caller's `bin` (pricerd and
+# and a cancel, memory back to 0), and for the rehearsal
+# expect_a_difference_caught (the comparison reports a real difference). They read the caller's `bin` (pricerd and
 # pricer), `out`, `scale` (columns divided by it) and `gpu_devices` (what the
 # "GPU" server prices on: cuda, or cpu in a rehearsal), and need
 # pricerd_port (scripts/lib/pricerd_port.sh).
@@ -51,6 +52,32 @@ compare() {
   printf '%-26s %9s  %s\n' "$label" "$tolerance" "$compared" | tee -a "$out/values.txt"
   [[ $compared == *" ok "* ]] || { echo "$label: the GPU's results differ from the cpu's"; exit 1; }
   rm -f "${files[@]}"
+}
+
+# The rehearsal's check of the comparison itself: two requests that differ
+# only in their seed must be reported as differing, in a CSV and in a .npy
+# (a comparison that always said "ok" would pass every rehearsal).
+expect_a_difference_caught() {
+  local seed format flag suffix files
+  for format in stats npy; do
+    flag=--stats-out suffix=csv
+    [[ $format == npy ]] && flag=--full-out suffix=npy
+    files=()
+    for seed in 1 2; do
+      "$bin/pricer" price --target "127.0.0.1:$cpu_port" --issuers 20 --paths 2000 \
+        --scenarios 64 --seed "$seed" --stats mean,var:0.99 --errors \
+        "$flag" "$out/values/seed$seed.$suffix" > /dev/null
+      files+=("$out/values/seed$seed.$suffix")
+    done
+    if python3 scripts/lib/compare_results.py "$format" "${files[@]}" --tolerance 1e-5 \
+      > "$out/values/seeds.$format.txt"; then
+      echo "compare_results.py $format called two different results the same:"
+      cat "$out/values/seeds.$format.txt"
+      exit 1
+    fi
+    printf '%-26s %9s  %s\n' "seeds-differ-$format" 1e-5 "$(cat "$out/values/seeds.$format.txt")"
+    rm -f "${files[@]}"
+  done
 }
 
 # Step 3: the values. The cpu backend's GEMM is float32 too, its sums in

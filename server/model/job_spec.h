@@ -92,9 +92,6 @@ struct OutputSelection {
   bool terminal_prices = false;
   // Preferred columns per chunk; 0 lets the planner choose.
   int64_t chunk_columns = 0;
-
-  // Whether the host needs the SC values of a shard: to send them, or to
-  // compute the statistics' errors from them (statistic_errors.h).
 };
 
 // The arithmetic a backend may use for the shard GEMMs. The cpu backend always

@@ -244,9 +244,7 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   if (!values.empty()) {
     (void)job.shard_buffers().Share(std::move(output.values));  // unused: back to the pool
   } else if (spec.output.full) {
-    const std::shared_ptr<const std::vector<float>> buffer =
-        job.shard_buffers().Share(std::move(output.values));
-    values = SharedFloats(buffer, 0, buffer->size());
+    values = SharedFloats(job.shard_buffers().Share(std::move(output.values)));
   }
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += chunk_columns) {
     ResultChunk chunk;

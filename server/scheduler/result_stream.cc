@@ -4,18 +4,15 @@
 
 namespace pricer {
 
-SharedFloats::SharedFloats(std::vector<float> values) {
-  auto buffer = std::make_shared<const std::vector<float>>(std::move(values));
-  data_ = buffer->data();
-  size_ = buffer->size();
-  owner_ = std::move(buffer);
-}
+SharedFloats::SharedFloats(std::vector<float> values)
+    : SharedFloats(std::make_shared<const std::vector<float>>(std::move(values))) {}
+
+SharedFloats::SharedFloats(std::shared_ptr<const std::vector<float>> buffer)
+    : SharedFloats(buffer, 0, buffer->size()) {}
 
 SharedFloats::SharedFloats(std::shared_ptr<const std::vector<float>> buffer, size_t offset,
                            size_t count)
-    : data_(buffer->data() + offset), size_(count) {
-  owner_ = std::move(buffer);
-}
+    : SharedFloats(std::shared_ptr<const void>(buffer), buffer->data() + offset, count) {}
 
 int64_t ResultChunk::payload_bytes() const {
   return static_cast<int64_t>(values.size() * sizeof(float)) +

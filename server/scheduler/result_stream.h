@@ -31,7 +31,8 @@ class SharedFloats {
   SharedFloats() = default;
   // All of `values`.
   explicit SharedFloats(std::vector<float> values);
-  // Floats [offset, offset + count) of `buffer`.
+  // All of `buffer`, and floats [offset, offset + count) of it.
+  explicit SharedFloats(std::shared_ptr<const std::vector<float>> buffer);
   SharedFloats(std::shared_ptr<const std::vector<float>> buffer, size_t offset, size_t count);
   // `count` floats at `data`, which live as long as `owner`.
   SharedFloats(std::shared_ptr<const void> owner, const float* data, size_t count)

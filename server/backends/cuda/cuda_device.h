@@ -61,11 +61,13 @@ struct CudaJobBuffers {
   // stddev, min, max (LaunchMoments writes the four after V0).
   static constexpr int64_t kFixedStatisticRows = 5;
   // The rows of the statistics block: the fixed ones, one per order level,
-  // and with errors the mean's and stddev's standard errors and two per
-  // order level (ErrorArgs, kernels.h).
+  // and with errors (from FirstErrorRow) the mean's and stddev's standard
+  // errors and two per order level (ErrorArgs, kernels.h).
+  static int64_t FirstErrorRow(const StatisticsSelection& selection) {
+    return kFixedStatisticRows + selection.order_levels();
+  }
   static int64_t StatisticRows(const StatisticsSelection& selection) {
-    const int64_t levels = selection.order_levels();
-    return kFixedStatisticRows + levels + (selection.errors ? 2 + 2 * levels : 0);
+    return FirstErrorRow(selection) + (selection.errors ? 2 + 2 * selection.order_levels() : 0);
   }
 
   // What a cuBLAS handle holds on the GPU: the workspace we allocate for it

@@ -61,7 +61,6 @@ class CudaJob {
         buffers_(device.BuffersOf(spec, shard_columns)),
         levels_host_(OrderLevels(spec.output.statistics, spec.paths)),
         span_(WindowSpan(spec.output.statistics, spec.paths, spec.antithetic)),
-        window_(!levels_host_.empty() && !buffers_.sort),
         error_z_(ColumnErrors::NormalQuantile(spec.output.statistics.error_confidence)) {}
 
   ~CudaJob() {
@@ -185,7 +184,7 @@ class CudaJob {
                        st_.data(),      spot_f64_.data(),
                        levels_.data(),  static_cast<int64_t>(levels_host_.size()),
                        offsets_.data(), span_,
-                       window_,         error_z_};
+                       error_z_};
   }
 
   const JobSpec& spec_;
@@ -198,7 +197,6 @@ class CudaJob {
   const CudaJobBuffers buffers_;
   const std::vector<cuda::OrderLevel> levels_host_;
   const RankSpan span_;   // the ranks a window holds (WindowSpan)
-  const bool window_;     // the levels by the window kernel (no sort buffers)
   const double error_z_;  // the errors' normal quantile
   // Declared before the arrays: destroyed after them, and the destructor
   // synchronises it first.

@@ -214,7 +214,7 @@ class ShardRun {
     double* rows = statistics + CudaJobBuffers::kFixedStatisticRows * stride;
     cuda::ErrorArgs errors;
     if (spec_.output.statistics.errors) errors = {ErrorRow(2), job_.error_z, spec_.antithetic};
-    if (job_.window) {
+    if (!job_.buffers.sort) {  // the window serves the levels (WindowApplies)
       return PRICER_CUDA_STATUS(name_, cuda::LaunchWindowOrderStatistics(
                                            kept_sc, paths, kept, job_.span, job_.levels,
                                            static_cast<int>(job_.level_count), statistics,
@@ -298,7 +298,7 @@ class ShardRun {
     if (!selection.errors) return;
     // The errors' rows (ErrorRow): the mean's and stddev's, then two per
     // order level.
-    const int64_t e = CudaJobBuffers::kFixedStatisticRows + job_.level_count;
+    const int64_t e = CudaJobBuffers::FirstErrorRow(selection);
     if (selection.mean) std::copy(row(e), row(e) + kept, out->statistics.mean_se.begin());
     if (selection.stddev)
       std::copy(row(e + 1), row(e + 1) + kept, out->statistics.stddev_se.begin());
@@ -322,7 +322,7 @@ class ShardRun {
   // Row `r` of the errors, after the fixed rows and the order levels'.
   double* ErrorRow(int64_t r) const {
     return slot_.statistics.data() +
-           (CudaJobBuffers::kFixedStatisticRows + job_.level_count + r) * job_.shard_columns;
+           (CudaJobBuffers::FirstErrorRow(spec_.output.statistics) + r) * job_.shard_columns;
   }
   double discount() const { return std::exp(-spec_.market.rate * spec_.market.maturity); }
 

@@ -30,7 +30,6 @@ struct ResidentJob {
   int64_t level_count;
   const int* sort_offsets;  // kSortColumns + 1, when the levels are sorted
   RankSpan span;            // the ranks a window holds (WindowSpan), when there are levels
-  bool window;              // the levels by LaunchWindowOrderStatistics (WindowApplies)
   double error_z;           // with errors: the normal quantile of their confidence
 };
 
