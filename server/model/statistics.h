@@ -97,6 +97,18 @@ QuantileRank QuantileRankOf(double level, int64_t rows);
 PRICER_HOST_DEVICE inline double InterpolateQuantile(double low, double high, double fraction) {
   return fraction == 0 ? low : low + fraction * (high - low);
 }
+// ES's tail mean: the mean of the k = low + 1 smallest values, k fixed by
+// the level's rank (QuantileRank::low), from the sum and count of the values
+// <= q (the level's quantile, x_(low) <= q <= x_(low+1)). Values past the
+// k-th counted there tie at q exactly (x_(low+1) = q), so they come off as
+// (count - k) q. A tail of fixed size makes ES continuous in the values: a
+// tie at q (equal float32 values, which differ between two GEMMs' rounding)
+// moves it by rounding, not by one value's weight.
+PRICER_HOST_DEVICE inline double TailMean(double sum_at_or_under, double count_at_or_under,
+                                          double q, int64_t low) {
+  const double k = static_cast<double>(low + 1);
+  return (sum_at_or_under - (count_at_or_under - k) * q) / k;
+}
 // Mean and sample standard deviation (divisor n - 1, 0 for one value) from
 // sums of (x - shift) and (x - shift)^2 over n values.
 PRICER_HOST_DEVICE inline double ShiftedMean(double shift, double sum, double n) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 namespace pricer {
 
@@ -18,15 +19,12 @@ double ReferenceQuantile(const std::vector<float>& sorted, double q) {
   return low + (h - static_cast<double>(k)) * (high - low);
 }
 
-double ReferenceTailMean(const std::vector<float>& sorted, double q) {
+double ReferenceTailMean(const std::vector<float>& sorted, double level) {
+  const double h = static_cast<double>(sorted.size() - 1) * level;
+  const auto k = static_cast<size_t>(std::floor(h)) + 1;
   double sum = 0;
-  int64_t count = 0;
-  for (const float v : sorted) {
-    if (v > q) break;
-    sum += v;
-    ++count;
-  }
-  return sum / static_cast<double>(count);
+  for (size_t i = 0; i < k; ++i) sum += sorted[i];
+  return sum / static_cast<double>(k);
 }
 
 ReferenceMoments ReferenceMomentsOf(const std::vector<float>& values) {
@@ -70,7 +68,7 @@ void ExpectRiskMatches(const ColumnStatistics& stats, int64_t column,
         << "column " << column << " VaR " << selection.var[l];
   }
   for (size_t l = 0; l < selection.es.size(); ++l) {
-    const double tail = ReferenceTailMean(values, ReferenceQuantile(values, 1 - selection.es[l]));
+    const double tail = ReferenceTailMean(values, 1 - selection.es[l]);
     const double scale = std::fabs(v0) + discount * std::fabs(tail);
     EXPECT_NEAR(stats.es[l][k], v0 - discount * tail, 1e-12 * scale + 1e-300)
         << "column " << column << " ES " << selection.es[l];
@@ -91,6 +89,24 @@ std::vector<float> SmallestFirst(std::vector<float> values, size_t count) {
   const float threshold = sorted[count];
   std::stable_partition(values.begin(), values.end(),
                         [threshold](float v) { return v < threshold; });
+  return values;
+}
+
+std::vector<float> TiedAtTheQuantile(std::vector<float> values, double level) {
+  std::vector<float> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const auto low = static_cast<size_t>(std::floor(static_cast<double>(sorted.size() - 1) * level));
+  for (float& v : values) {
+    if (v == sorted[low + 1] || v == sorted[low + 2]) v = sorted[low];
+  }
+  return values;
+}
+
+std::vector<float> TiesApart(std::vector<float> values) {
+  std::set<float> seen;
+  for (float& v : values) {
+    if (!seen.insert(v).second) v = std::nextafter(v, INFINITY);
+  }
   return values;
 }
 

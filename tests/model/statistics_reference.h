@@ -14,8 +14,9 @@ namespace pricer {
 // x_(k) + (h - k) (x_(k+1) - x_(k)), h = (n - 1) q, k = floor(h).
 double ReferenceQuantile(const std::vector<float>& sorted, double q);
 
-// The mean of the sorted values <= q, in float64.
-double ReferenceTailMean(const std::vector<float>& sorted, double q);
+// ES's tail mean at level `level` (1 - a) of the sorted values: the mean of
+// the k = floor((n - 1) level) + 1 smallest, in float64 (docs/risk.md).
+double ReferenceTailMean(const std::vector<float>& sorted, double level);
 
 // Mean and sample stddev (divisor n - 1; 0 for n = 1) by two passes of long
 // double sums.
@@ -45,5 +46,12 @@ std::vector<float> LognormalColumn(int64_t rows, uint64_t seed);
 // `values` with its `count` smallest moved to the front, the rest in their
 // order: a column whose first values, the window's sample, misjudge it.
 std::vector<float> SmallestFirst(std::vector<float> values, size_t count);
+
+// `values` with the two values ranked just above the quantile at `level`
+// (1 - a) set to the one of its lower rank: three values tie at the quantile,
+// two of them past ES's tail.
+std::vector<float> TiedAtTheQuantile(std::vector<float> values, double level);
+// `values` with each repeat of a value moved one float up (ties apart).
+std::vector<float> TiesApart(std::vector<float> values);
 
 }  // namespace pricer

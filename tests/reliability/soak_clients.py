@@ -132,8 +132,9 @@ def recomputed_statistics(sc, v0, rate, maturity, named):
             if kind == "var":
                 out[name] = v0 - discount * q
             else:
-                tail = x <= q
-                out[name] = v0 - discount * np.where(tail, x, 0).sum(axis=0) / tail.sum(axis=0)
+                # ES's tail: the k smallest of each sorted column (docs/risk.md).
+                k = int(np.floor((len(x) - 1) * (1 - level))) + 1
+                out[name] = v0 - discount * x[:k].mean(axis=0)
     return out
 
 

@@ -178,7 +178,7 @@ double ColumnReducer::Quantile(const QuantileRank& rank) const {
   return InterpolateQuantile(low, Placed(rank.low + 1), rank.fraction);
 }
 
-double ColumnReducer::TailMean(double q) const {
+double ColumnReducer::EsTailMean(double q, int64_t low) const {
   // q is the window's: every value <= q is under the window or in it. Four
   // sums in a fixed order, without branches, in SSE pairs.
   typedef double Doubles2 __attribute__((vector_size(16)));
@@ -200,7 +200,7 @@ double ColumnReducer::TailMean(double q) const {
     sum += values[i] <= q ? values[i] : 0.0;
     count += values[i] <= q ? 1 : 0;
   }
-  return sum / count;
+  return pricer::TailMean(sum, count, q, low);
 }
 
 void ColumnReducer::Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out) {
@@ -222,7 +222,7 @@ void ColumnReducer::Reduce(const float* values, double v0, int64_t k, ColumnStat
     out->var[l][k] = v0 - discount_ * Quantile(var_ranks_[l]);
   }
   for (size_t l = 0; l < es_ranks_.size(); ++l) {
-    out->es[l][k] = v0 - discount_ * TailMean(Quantile(es_ranks_[l]));
+    out->es[l][k] = v0 - discount_ * EsTailMean(Quantile(es_ranks_[l]), es_ranks_[l].low);
   }
 }
 

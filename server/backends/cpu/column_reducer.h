@@ -56,8 +56,9 @@ class ColumnReducer {
   float Placed(int64_t rank) const;
   // The value quantile at `rank` in the placed order statistics.
   double Quantile(const QuantileRank& rank) const;
-  // Mean of the values <= q: those under the window and those in it.
-  double TailMean(double q) const;
+  // ES's tail mean (TailMean, statistics.h) at quantile q of rank `low`,
+  // from the values <= q: those under the window and those in it.
+  double EsTailMean(double q, int64_t low) const;
 
   const StatisticsSelection selection_;
   const int64_t rows_;

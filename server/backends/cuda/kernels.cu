@@ -121,7 +121,7 @@ __device__ double SortedQuantile(const float* sorted, int64_t paths, const Order
 }
 
 // One thread block per column; the ES levels sum the sorted prefix of
-// values <= their quantile.
+// their tail.
 __global__ void OrderStatisticsKernel(const float* sorted_columns, const float* sc, int64_t paths,
                                       const OrderLevel* levels, int count, const double* v0,
                                       double discount, double* out, int64_t stride,
@@ -147,12 +147,12 @@ __global__ void OrderStatisticsKernel(const float* sorted_columns, const float* 
       }
       continue;
     }
-    // The values <= q are the first n of the column (every thread finds n).
-    const int64_t n = SortedCountAtOrUnder(sorted, paths, q);
+    // ES's tail (TailMean, statistics.h): the first k = low + 1 of the column.
+    const int64_t k = level.low + 1;
     double sum = 0;
-    for (int64_t p = threadIdx.x; p < n; p += kThreads) sum += sorted[p];
+    for (int64_t p = threadIdx.x; p < k; p += kThreads) sum += sorted[p];
     const double total = Reduce(storage).Sum(sum);
-    if (threadIdx.x == 0) out[l * stride + j] = v0[j] - discount * (total / static_cast<double>(n));
+    if (threadIdx.x == 0) out[l * stride + j] = v0[j] - discount * (total / static_cast<double>(k));
     __syncthreads();  // `storage` is reused by the next level
   }
 }

@@ -127,10 +127,11 @@ __device__ double RankValue(WindowShared& s, const float* column, int64_t paths,
   return SelectRank(s, column, paths, rank);
 }
 
-// The mean of the column's values <= q: those under the window and those of
-// the sorted window up to q, or the whole column's.
-__device__ double TailMean(WindowShared& s, const float* column, int64_t paths, bool windowed,
-                           double q) {
+// ES's tail mean (TailMean, statistics.h) at quantile q of rank `low`, from
+// the column's values <= q: those under the window and those of the sorted
+// window up to q, or the whole column's.
+__device__ double EsTailMean(WindowShared& s, const float* column, int64_t paths, bool windowed,
+                             double q, int64_t low) {
   long long n = 0;
   double sum = 0;
   if (windowed) {
@@ -147,7 +148,8 @@ __device__ double TailMean(WindowShared& s, const float* column, int64_t paths, 
   BlockSums(s, n, sum);
   const double below = windowed ? static_cast<double>(s.below) : 0.0;
   const double below_sum = windowed ? s.below_sum : 0.0;
-  const double mean = (below_sum + s.total_sum) / (below + static_cast<double>(s.total_count));
+  const double mean =
+      TailMean(below_sum + s.total_sum, below + static_cast<double>(s.total_count), q, low);
   __syncthreads();  // s.total_* are reused by the next level
   return mean;
 }
@@ -190,10 +192,11 @@ __global__ void __launch_bounds__(kThreads)
       LevelErrors(ErrorShared{&s.temp.sum, &s.error_sum}, column, paths, level, l, q, v0[j],
                   discount, errors, j, stride, value_at, sorted_count);
     }
-    const double value = level.kind == kQuantile ? q
-                         : level.kind == kValueAtRisk
-                             ? v0[j] - discount * q
-                             : v0[j] - discount * TailMean(s, column, paths, windowed, q);
+    const double value =
+        level.kind == kQuantile ? q
+        : level.kind == kValueAtRisk
+            ? v0[j] - discount * q
+            : v0[j] - discount * EsTailMean(s, column, paths, windowed, q, level.low);
     if (threadIdx.x == 0) out[l * stride + j] = value;
   }
 }

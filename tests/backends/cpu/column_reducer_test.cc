@@ -187,6 +187,18 @@ TEST(ColumnStatisticsTest, TiesAreCountedOnceEachInQuantilesAndShortfall) {
   }
 }
 
+TEST(ColumnStatisticsTest, ShortfallsTailKeepsItsSizeWhenValuesTieAtTheQuantile) {
+  const StatisticsSelection tail = TailOnly();
+  for (const size_t rows : {size_t{1000}, size_t{10'000}}) {
+    std::vector<float> tied = Column(rows, 100.0, 30.0, rows);
+    for (double a : tail.es) tied = TiedAtTheQuantile(tied, 1 - a);
+    const ColumnStatistics stats = Reduce(tail, tied, 100.0);
+    ExpectRiskMatches(stats, 0, tail, tied, 100.0, kDiscount);
+    const ColumnStatistics apart = Reduce(tail, TiesApart(tied), 100.0);  // a value's weight: 1e-3
+    for (size_t l = 0; l < tail.es.size(); ++l) EXPECT_NEAR(stats.es[l][0], apart.es[l][0], 1e-4);
+  }
+}
+
 TEST(ColumnStatisticsTest, LowerTailFarFromTheSampleIsStillExact) {
   // The tail path guesses its threshold from the column's first 256 values;
   // these columns hide the tail from that sample or mislead it.

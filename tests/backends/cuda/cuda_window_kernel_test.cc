@@ -137,7 +137,7 @@ void ExpectKernelMatchesSort(const std::vector<std::vector<float>>& columns, int
       EXPECT_EQ(at(l++), kV0 - kDiscount * ReferenceQuantile(sorted, 1 - a)) << j;
     }
     for (double a : selection.es) {
-      const double tail = ReferenceTailMean(sorted, ReferenceQuantile(sorted, 1 - a));
+      const double tail = ReferenceTailMean(sorted, 1 - a);
       EXPECT_NEAR(at(l++), kV0 - kDiscount * tail, 1e-12 * kV0) << j;
     }
   }
@@ -156,11 +156,17 @@ TEST(CudaWindowKernelTest, ColumnsWhoseSampleMisjudgesThemFallBackExactly) {
   REQUIRE_GPU();
   // Beside ordinary columns: one the retry covers (30 of its sample are its
   // 30 smallest), one that both attempts miss (its sample is its 256
-  // smallest: the bisection), one of ties only.
+  // smallest: the bisection), one of ties only, one with values tied at the
+  // ES levels' quantiles (ES's tail keeps its size).
+  std::vector<float> tied = LognormalColumn(10'000, 5);
+  for (double a : Tail().es) tied = TiedAtTheQuantile(tied, 1 - a);
   std::vector<std::vector<float>> columns = {
-      LognormalColumn(10'000, 1), SmallestFirst(LognormalColumn(10'000, 2), 30),
-      SmallestFirst(LognormalColumn(10'000, 3), kWindowSample), LognormalColumn(10'000, 4),
-      std::vector<float>(10'000, 42.5f)};
+      LognormalColumn(10'000, 1),
+      SmallestFirst(LognormalColumn(10'000, 2), 30),
+      SmallestFirst(LognormalColumn(10'000, 3), kWindowSample),
+      LognormalColumn(10'000, 4),
+      std::vector<float>(10'000, 42.5f),
+      tied};
   ExpectKernelMatchesSort(columns, 10'000);
 }
 
