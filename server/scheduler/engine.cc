@@ -60,8 +60,15 @@ std::vector<PlannerDevice> Engine::PlannerDevices() const {
   return devices;
 }
 
+int64_t Engine::TargetShardBytes(const JobSpec& spec) const {
+  int64_t bytes = kTargetShardBytes;
+  if (spec.output.full) return bytes;
+  for (const auto& device : devices_) bytes = std::max(bytes, device->StatisticsShardBytes());
+  return bytes;
+}
+
 absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
-  ShardPlan plan = PlanShards(spec);
+  ShardPlan plan = PlanShards(spec, TargetShardBytes(spec));
   std::shared_ptr<Job> job;
   {
     absl::MutexLock lock(&mu_);
@@ -86,7 +93,7 @@ absl::StatusOr<std::shared_ptr<Job>> Engine::Submit(JobSpec spec) {
 }
 
 absl::Status Engine::CheckFits(const JobSpec& spec) const {
-  ShardPlan plan = PlanShards(spec);
+  ShardPlan plan = PlanShards(spec, TargetShardBytes(spec));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<DevicePlan> device_plans,
                    PlanDevices(spec, PlannerDevices(), options_.max_shards_in_flight, &plan));

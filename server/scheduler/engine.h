@@ -161,6 +161,10 @@ class Engine {
 
   // Admission.
   std::vector<PlannerDevice> PlannerDevices() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The SC bytes a shard of `spec` aims at: the widest of the devices'
+  // StatisticsShardBytes for a statistics-only job, else kTargetShardBytes
+  // (full output streams each shard's SC through host memory).
+  int64_t TargetShardBytes(const JobSpec& spec) const;
   // RESOURCE_EXHAUSTED when admitting a job of `flops` for `client` would
   // put it over a per-client quota or the queue over --max-queued-jobs.
   absl::Status CheckAdmission(const std::string& client, double flops) const

@@ -20,7 +20,7 @@ int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t 
   return per_column * columns;
 }
 
-ShardPlan PlanShards(const JobSpec& spec) {
+ShardPlan PlanShards(const JobSpec& spec, int64_t target_shard_bytes) {
   ShardPlan plan;
   const int64_t columns = spec.column_end - spec.column_begin;
   constexpr int64_t a = kColumnAlignment;
@@ -38,7 +38,7 @@ ShardPlan PlanShards(const JobSpec& spec) {
 
   int64_t width = spec.shard_columns;
   if (width <= 0) {
-    width = kTargetShardBytes / (spec.paths * static_cast<int64_t>(sizeof(float)));
+    width = target_shard_bytes / (spec.paths * static_cast<int64_t>(sizeof(float)));
   }
   width = std::max(a, RoundUp(width, a));
   width = std::min(width, RoundUp(plan.gemm_end - plan.gemm_begin, a));

@@ -60,8 +60,8 @@ struct IssuerRange {
 };
 
 // The plan of `spec` with its preferred shard width (JobSpec::shard_columns,
-// else about kTargetShardBytes of SC per shard).
-ShardPlan PlanShards(const JobSpec& spec);
+// else about `target_shard_bytes` of SC per shard).
+ShardPlan PlanShards(const JobSpec& spec, int64_t target_shard_bytes = kTargetShardBytes);
 // `plan` with shards `width` columns wide (a multiple of kColumnAlignment).
 ShardPlan WithShardColumns(ShardPlan plan, int64_t width);
 Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index);

@@ -195,11 +195,23 @@ TEST(CudaDeviceSizingTest, TheSeedExampleFitsAnH200BudgetWithTwoShardsInFlight) 
   (*job)->Cancel(absl::CancelledError("sizing only"));
   const ShardPlan& plan = (*job)->plan();
   const DevicePlan& device = (*job)->device_plans()[0];
-  EXPECT_EQ(plan.shard_columns % kColumnAlignment, 0);
+  // Statistics only: shards of the GPU's 512 MiB of SC (13,422 columns at P
+  // = 10,000, rounded up to the alignment), 74 of them, not the cpu's 559.
+  EXPECT_EQ(plan.shard_columns, 13568);
+  EXPECT_EQ(plan.shard_count, 74);
   EXPECT_EQ(device.shards_in_flight, 2);
   EXPECT_LE(device.resident_bytes + device.shards_in_flight * device.shard_bytes, budget);
   // Far from the 40 GB a naive plan would hold for SC.
-  EXPECT_LT(device.shards_in_flight * device.shard_bytes, 1LL << 30);
+  EXPECT_LT(device.shards_in_flight * device.shard_bytes, 2LL << 30);
+  // Full output streams each shard through host memory: the 64 MiB shard.
+  // (A fresh engine: without a GPU the first job's start loses the device.)
+  JobSpec full = SeedExampleSpec(1000000);
+  full.output.full = true;
+  std::unique_ptr<Engine> fresh = MakeSizingEngine(budget);
+  absl::StatusOr<std::shared_ptr<Job>> streamed = fresh->Submit(std::move(full));
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  (*streamed)->Cancel(absl::CancelledError("sizing only"));
+  EXPECT_EQ((*streamed)->plan().shard_columns, 1792);
 }
 
 TEST(CudaDeviceSizingTest, ShardsNarrowToFitASmallBudget) {
