@@ -369,5 +369,5 @@ case "${1:-all}" in
   rehearse) rehearse "${@:2}" ;;
   step) run_step "$2" ;;
   all) pack && run ;;
-  *) echo "usage: scripts/gpu-check.sh [pack|run|rehearse|all]"; exit 2 ;;
+  *) echo "usage: scripts/gpu-check.sh [pack|run|rehearse|all] (step NAME: one step of run)"; exit 2 ;;
 esac

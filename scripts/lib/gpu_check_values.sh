@@ -1,10 +1,10 @@
 # Sourced by scripts/gpu-check.sh: its steps 3 (compare_values: a GPU server
 # against a cpu server on the same requests) and 4 (stop_mid_job: a deadline
 # and a cancel, memory back to 0), and for the rehearsal
-# expect_a_difference_caught (the comparison reports a real difference). They read the caller's `bin` (pricerd and
-# pricer), `out`, `scale` (columns divided by it) and `gpu_devices` (what the
-# "GPU" server prices on: cuda, or cpu in a rehearsal), and need
-# pricerd_port (scripts/lib/pricerd_port.sh).
+# expect_a_difference_caught (the comparison reports a real difference).
+# They read the caller's `bin` (pricerd and pricer), `out`, `scale` (columns
+# divided by it) and `gpu_devices` (what the "GPU" server prices on: cuda, or
+# cpu in a rehearsal), and need pricerd_port (scripts/lib/pricerd_port.sh).
 
 # Starts pricerd named `name` on `devices` with the flags after them; sets
 # started_port and started_pid.

@@ -77,10 +77,10 @@ class Device {
   int64_t ShardBytes(const JobSpec& spec, int64_t shard_columns) const {
     return Allocations(spec, shard_columns).shard_bytes();
   }
-  // The SC block a shard of a statistics-only job aims at here: a GPU's
-  // shard overhead (launches, events, the host's hand-off, about 0.14 ms on
-  // an H200) wants shards far wider than the cpu's; the width never changes
-  // results (docs/architecture.md).
+  // The SC block a shard of a statistics-only job aims at here: a GPU runs
+  // wider shards faster (fewer launches, events and hand-offs; 6-12% on an
+  // H200, docs/BENCHMARKS.md); the width never changes results
+  // (docs/architecture.md).
   virtual int64_t StatisticsShardBytes() const { return kTargetShardBytes; }
   // The most shards of one job worth running here at once, whatever the
   // budget allows (the engine's --max-shards-in-flight caps it too).

@@ -8,20 +8,26 @@
 #include <set>
 
 namespace pricer {
+namespace {
+
+// h = (n - 1) q of the documented quantile, and its lower rank floor(h).
+double RankOf(size_t n, double q) { return static_cast<double>(n - 1) * q; }
+size_t LowRank(size_t n, double q) { return static_cast<size_t>(std::floor(RankOf(n, q))); }
+
+}  // namespace
 
 double ReferenceQuantile(const std::vector<float>& sorted, double q) {
-  const int64_t n = static_cast<int64_t>(sorted.size());
-  const double h = static_cast<double>(n - 1) * q;
-  const int64_t k = static_cast<int64_t>(std::floor(h));
+  const size_t n = sorted.size();
+  const double h = RankOf(n, q);
+  const size_t k = LowRank(n, q);
   if (k >= n - 1) return sorted.back();
-  const double low = sorted[static_cast<size_t>(k)];
-  const double high = sorted[static_cast<size_t>(k + 1)];
+  const double low = sorted[k];
+  const double high = sorted[k + 1];
   return low + (h - static_cast<double>(k)) * (high - low);
 }
 
 double ReferenceTailMean(const std::vector<float>& sorted, double level) {
-  const double h = static_cast<double>(sorted.size() - 1) * level;
-  const auto k = static_cast<size_t>(std::floor(h)) + 1;
+  const size_t k = LowRank(sorted.size(), level) + 1;
   double sum = 0;
   for (size_t i = 0; i < k; ++i) sum += sorted[i];
   return sum / static_cast<double>(k);
@@ -95,7 +101,7 @@ std::vector<float> SmallestFirst(std::vector<float> values, size_t count) {
 std::vector<float> TiedAtTheQuantile(std::vector<float> values, double level) {
   std::vector<float> sorted = values;
   std::sort(sorted.begin(), sorted.end());
-  const auto low = static_cast<size_t>(std::floor(static_cast<double>(sorted.size() - 1) * level));
+  const size_t low = LowRank(sorted.size(), level);
   for (float& v : values) {
     if (v == sorted[low + 1] || v == sorted[low + 2]) v = sorted[low];
   }
