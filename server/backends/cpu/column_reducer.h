@@ -18,6 +18,12 @@
 
 namespace pricer {
 
+// The window of the sample's order statistics `range` (SampleRangeOf): the
+// bounds sample[lo] and sample[hi] of a column's first kWindowSample values
+// sorted; `sample` and `scratch` are its scratch.
+ColumnWindow SampleWindow(const float* values, SampleRange range, std::vector<float>& sample,
+                          std::vector<float>& scratch);
+
 // Reduces columns of `rows` values one at a time. Holds the scratch of the
 // selection; use one per thread.
 class ColumnReducer {
@@ -31,8 +37,8 @@ class ColumnReducer {
   void Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out);
 
  private:
-  // The window of the order statistics from a deterministic sample, with a
-  // margin that grows with `attempt` (0, 1).
+  // The window of the order statistics from the column's sample
+  // (SampleWindow), with a margin that grows with `attempt` (0, 1).
   ColumnWindow WindowOf(const float* values, int attempt);
   // Runs the pass over `values` and, when order statistics are asked for,
   // leaves in `window_` values that hold every needed rank.
@@ -75,7 +81,7 @@ class ColumnReducer {
   int64_t kept_ = 0;                    // values in window_
   int64_t below_ = 0;                   // values under the window
   double below_sum_ = 0;
-  std::vector<float> sample_;
+  std::vector<float> sample_, scratch_;
   // The selection's scratch: bucket sizes, the slot of each bucket that holds
   // a needed rank (or -1), those buckets' values, and the placed statistics.
   struct Slot {
