@@ -61,6 +61,7 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.statistics = flags.statistics;
   o.errors = flags.errors;
   o.error_confidence = flags.error_confidence;
+  o.moments_from_covariance = flags.moments_from_covariance;
   o.error_target = flags.error_target;
   o.max_paths = flags.max_paths;
   // A file named on the command line replaces the preset's generated data.
@@ -219,6 +220,7 @@ absl::Status SetStatistics(const PriceOptions& o, v1::OutputOptions& output) {
   if (o.statistics.empty()) return absl::OkStatus();
   v1::StatisticsSelection* selection = output.mutable_statistics();
   *selection = ToSelection(o.statistics);
+  selection->set_moments_from_covariance(o.moments_from_covariance);
   if (errors) {
     selection->set_errors(true);
     selection->set_error_confidence(o.error_confidence.value_or(0.95));

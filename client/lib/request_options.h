@@ -46,6 +46,9 @@ struct PriceOptions {
   // intervals at error_confidence (in (0, 1), default 0.95).
   bool errors = false;
   std::optional<double> error_confidence;
+  // StatisticsSelection.moments_from_covariance: mean and stddev from ST's
+  // covariance (the server refuses other statistics, errors and full output).
+  bool moments_from_covariance = false;
   // PriceRequest.target: price each column with P, 2P, 4P, ... paths, at
   // most max_paths (required with it), until its error meets the target. The
   // statistic must be among `statistics`; it implies `errors` and refuses

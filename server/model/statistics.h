@@ -19,6 +19,11 @@
 namespace pricer {
 
 // Which statistics a job asks for.
+// The most issuers a job with StatisticsSelection::from_covariance may have:
+// ST's covariance is 8 N^2 bytes (512 MiB here), and each block of 256 paths
+// adds 2 x 256 N^2 flops to it.
+inline constexpr int64_t kMaxCovarianceIssuers = 8192;
+
 struct StatisticsSelection {
   bool mean = false;
   bool stddev = false;
@@ -32,6 +37,10 @@ struct StatisticsSelection {
   // `error_confidence`.
   bool errors = false;
   double error_confidence = 0.95;
+  // Mean and stddev from ST's column means and covariance instead of SC
+  // (server/backends/host/covariance_moments.h): with mean and stddev only,
+  // no errors, no full output, at most kMaxCovarianceIssuers issuers.
+  bool from_covariance = false;
 
   // Mean, stddev, min and max: what a request without a list gets.
   static StatisticsSelection Basic();

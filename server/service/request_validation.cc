@@ -121,7 +121,12 @@ absl::StatusOr<StatisticsSelection> ToStatistics(const v1::StatisticsSelection& 
         std::tuple{"output.statistics.es", &request.es(), &selection.es, true}}) {
     ASSIGN_OR_RETURN(*to, ToLevels(field, *from, open));
   }
-  if (!selection.any()) selection = StatisticsSelection::Basic();
+  selection.from_covariance = request.moments_from_covariance();
+  if (!selection.any()) {
+    selection = StatisticsSelection::Basic();
+    selection.min = selection.max = !request.moments_from_covariance();
+    selection.from_covariance = request.moments_from_covariance();
+  }
   selection.errors = request.errors();
   const double confidence = request.error_confidence();
   if (confidence != 0) {
@@ -230,6 +235,42 @@ absl::StatusOr<PrecisionTarget> ToTarget(const v1::PriceRequest& request, JobSpe
   return target;
 }
 
+// The moments shortcut's conditions (StatisticsSelection::from_covariance):
+// the first field of `spec` that breaks one, named.
+absl::Status CheckMomentsShortcut(const v1::PriceRequest& request, const JobSpec& spec) {
+  const StatisticsSelection& s = spec.output.statistics;
+  if (!s.from_covariance) return absl::OkStatus();
+  constexpr const char* kWhy =
+      "must be empty with moments_from_covariance (only mean and stddev "
+      "come from ST's covariance)";
+  if (s.min) return Invalid("output.statistics.min", "true", kWhy);
+  if (s.max) return Invalid("output.statistics.max", "true", kWhy);
+  for (auto [field, levels] :
+       {std::pair{"output.statistics.quantiles", &s.quantiles},
+        std::pair{"output.statistics.var", &s.var}, std::pair{"output.statistics.es", &s.es}}) {
+    if (!levels->empty()) return Invalid(field, absl::StrJoin(*levels, ","), kWhy);
+  }
+  if (spec.target.max_paths > 0) {
+    return Invalid("target.max_paths", spec.target.max_paths,
+                   "a target needs errors, which moments_from_covariance does not give");
+  }
+  if (s.errors) {
+    return Invalid("output.statistics.errors", "true",
+                   "must be false with moments_from_covariance (the stddev's error needs SC)");
+  }
+  if (spec.output.full) {
+    return Invalid("output.full", "true", "must be false with moments_from_covariance (no SC)");
+  }
+  if (spec.market.issuers() > kMaxCovarianceIssuers) {
+    const bool drawn = request.market().has_generated();
+    return Invalid(drawn ? "market.generated.issuers" : "market.explicit.spot size",
+                   spec.market.issuers(),
+                   absl::StrCat("must be <= ", kMaxCovarianceIssuers,
+                                " with moments_from_covariance (ST's N x N covariance)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<GemmPrecision> ToPrecision(v1::Precision precision) {
   switch (precision) {
     case v1::PRECISION_FP32:
@@ -314,6 +355,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
   RETURN_IF_ERROR(ToColumns(request, spec.scenarios.columns(), &spec));
   ASSIGN_OR_RETURN(spec.output, ToOutput(request.output()));
   ASSIGN_OR_RETURN(spec.target, ToTarget(request, &spec));
+  RETURN_IF_ERROR(CheckMomentsShortcut(request, spec));
 
   RETURN_IF_ERROR(CheckRange("priority", request.priority(), -100, 100));
   spec.priority = request.priority();

@@ -225,6 +225,44 @@ std::vector<BadRequestCase> ColumnAndOutputCases() {
   };
 }
 
+// The moments shortcut's conditions.
+std::vector<BadRequestCase> MomentsShortcutCases() {
+  auto shortcut = [](v1::PriceRequest& r) -> v1::StatisticsSelection& {
+    Statistics(r).set_moments_from_covariance(true);
+    return Statistics(r);
+  };
+  constexpr const char* kOnlyMoments = ": must be empty with moments_from_covariance";
+  return {
+      {"ShortcutWithMin", [=](auto& r) { shortcut(r).set_min(true); },
+       std::string("output.statistics.min is true") + kOnlyMoments},
+      {"ShortcutWithEs", [=](auto& r) { shortcut(r).add_es(0.975); },
+       std::string("output.statistics.es is 0.975") + kOnlyMoments},
+      {"ShortcutWithErrors", [=](auto& r) { shortcut(r).set_errors(true); },
+       "output.statistics.errors is true: must be false with moments_from_covariance"},
+      {"ShortcutWithFullOutput",
+       [=](auto& r) {
+         shortcut(r).set_mean(true);
+         r.mutable_output()->set_full(true);
+       },
+       "output.full is true: must be false with moments_from_covariance"},
+      {"ShortcutWithTarget",
+       [=](auto& r) {
+         shortcut(r).set_mean(true);
+         r.mutable_target()->set_statistic(v1::PrecisionTarget::STATISTIC_MEAN);
+         r.mutable_target()->set_relative(0.01);
+         r.mutable_target()->set_max_paths(100000);
+       },
+       "target.max_paths is 100000: a target needs errors"},
+      {"ShortcutOverItsIssuers",
+       [=](auto& r) {
+         UseGeneratedMarket(r);
+         r.mutable_market()->mutable_generated()->set_issuers(8193);
+         shortcut(r);
+       },
+       "market.generated.issuers is 8193: must be <= 8192 with moments_from_covariance"},
+  };
+}
+
 // The correlation matrix.
 std::vector<BadRequestCase> CorrelationCases() {
   return {
@@ -284,7 +322,7 @@ std::vector<BadRequestCase> BadRequestCases() {
   std::vector<BadRequestCase> cases;
   for (std::vector<BadRequestCase> (*group)() :
        {RequestCases, ExplicitMarketCases, GeneratedMarketCases, ScenarioCases,
-        ColumnAndOutputCases, CorrelationCases, PriorityAndPrecisionCases}) {
+        ColumnAndOutputCases, MomentsShortcutCases, CorrelationCases, PriorityAndPrecisionCases}) {
     const std::vector<BadRequestCase> more = group();
     cases.insert(cases.end(), more.begin(), more.end());
   }

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "server/backends/cpu/column_reducer.h"
+#include "server/backends/host/covariance_moments.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
 #include "server/model/statistic_errors.h"
@@ -118,7 +119,9 @@ class CpuDeviceJob : public DeviceJob {
       if (status.ok()) ShocksToPrices(team, stop);
     });
     RETURN_IF_ERROR(status);
-    return stop.status();
+    RETURN_IF_ERROR(stop.status());
+    if (!spec_.output.statistics.from_covariance) return absl::OkStatus();
+    return CovarianceMoments::Of(spec_, terminal_prices_.data(), memory_, &moments_);
   }
 
   // Shocks of paths [first, first + rows) into a column-major block.
@@ -197,6 +200,14 @@ class CpuDeviceJob : public DeviceJob {
   }
 
   absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
+    if (spec_.output.statistics.from_covariance) {
+      out->statistics.Resize(spec_.output.statistics, shard.out_end - shard.out_begin);
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status status = moments_.ReduceShard(spec_, shard, memory_, &out->statistics);
+      out->statistics_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return status;
+    }
     ASSIGN_OR_RETURN(Buffers buffers, TakeBuffers());
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.market.issuers();
@@ -336,6 +347,7 @@ class CpuDeviceJob : public DeviceJob {
   MemoryAccount& memory_;
   const CpuJobBuffers buffers_;
   AccountedArray<float> terminal_prices_;
+  CovarianceMoments moments_;  // of a job with StatisticsSelection::from_covariance
   absl::Mutex idle_mu_;
   std::vector<Buffers> idle_ ABSL_GUARDED_BY(idle_mu_);
 };
@@ -362,6 +374,10 @@ CpuJobBuffers CpuDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) c
 AllocationTable CpuDevice::Allocations(const JobSpec& spec, int64_t shard_columns) const {
   const CpuJobBuffers b = BuffersOf(spec, shard_columns);
   AllocationTable table{{b.st}, {b.a_block, b.sc_block}};
+  if (spec.output.statistics.from_covariance) {  // no SC
+    const auto m = CovarianceMoments::BuffersOf(spec.market.issuers());
+    table = {{b.st, m.moments}, {m.a_block, m.a_doubles, m.products}};
+  }
   if (spec.market.correlated()) table.resident.push_back(b.shock_blocks);
   return table;
 }

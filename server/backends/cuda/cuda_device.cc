@@ -81,6 +81,10 @@ AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_colum
   for (const std::optional<Buffer>& host : {b.statistics_host, b.a_host, b.values_host}) {
     if (host) table.pinned_per_shard.push_back(*host);
   }
+  if (spec.output.statistics.from_covariance) {  // its shards run on the host (CudaJob)
+    table.per_shard.clear();
+    table.pinned_per_shard.clear();
+  }
   return table;
 }
 

@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "server/backends/cuda/cuda_status.h"
 #include "server/backends/cuda/kernels.h"
 #include "server/backends/cuda/scoped_device.h"
+#include "server/backends/host/covariance_moments.h"
 #include "server/model/gbm.h"
 #include "server/model/interval_ranks.h"
 #include "server/model/statistic_errors.h"
@@ -91,10 +93,23 @@ class CudaJob {
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cuda::LaunchTerminalPrices(spec_.paths, spec_.market.issuers(), spot.data(),
                                           drift.data(), diffusion.data(), st_.data(), stream)));
-    return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
+    if (!spec_.output.statistics.from_covariance) return absl::OkStatus();
+    // The moments shortcut runs on the host, the cpu backend's code on this
+    // GPU's ST: the same bits as there for the same ST.
+    std::vector<float> st(static_cast<size_t>(spec_.paths * spec_.market.issuers()));
+    RETURN_IF_ERROR(
+        PRICER_CUDA_STATUS(name_, cudaMemcpyAsync(st.data(), st_.data(), st.size() * sizeof(float),
+                                                  cudaMemcpyDeviceToHost, stream)));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
+    return CovarianceMoments::Of(spec_, st.data(), host_memory_, &moments_);
   }
 
   absl::Status RunShard(const Shard& shard, ShardOutput* out) {
+    if (spec_.output.statistics.from_covariance) {
+      out->statistics.Resize(spec_.output.statistics, shard.out_end - shard.out_begin);
+      return moments_.ReduceShard(spec_, shard, host_memory_, &out->statistics);
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<ShardSlot> slot, TakeSlot());
     const absl::Status status = RunShardOnSlot(Resident(), shard, *slot, out);
     if (!status.ok()) {
@@ -207,6 +222,10 @@ class CudaJob {
   DeviceArray<double> spot_f64_;
   DeviceArray<cuda::OrderLevel> levels_;
   DeviceArray<int> offsets_;
+  // The moments shortcut's host memory (a host copy of ST while S is built,
+  // S, and each shard's blocks): not the GPU's budget, and not bounded.
+  MemoryAccount host_memory_{std::numeric_limits<int64_t>::max()};
+  CovarianceMoments moments_;
   absl::Mutex idle_mu_;
   std::vector<std::unique_ptr<ShardSlot>> idle_ ABSL_GUARDED_BY(idle_mu_);
 };
