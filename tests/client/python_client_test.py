@@ -66,6 +66,19 @@ class PythonClientTest(unittest.TestCase):
             # The CSV carries the shortest decimal that reads back the same double.
             np.testing.assert_array_equal(values, cli[name.replace(".", "")], err_msg=name)
 
+    def test_moments_from_covariance_match_the_gemm_path_on_both_clients(self):
+        common = dict(issuers=30, paths=3000, seed=5, rate=0.01, maturity=2.0, scenarios=400)
+        gemm = self.client.price(statistics=["mean", "stddev"], **common)
+        for make in (Client, BlockingAioClient):
+            with make(self.server.target) as client:
+                # The default statistics become mean and stddev.
+                shortcut = client.price(moments_from_covariance=True, **common)
+                self.assertEqual(set(shortcut.statistics), {"v0", "mean", "stddev"})
+                np.testing.assert_array_equal(shortcut.statistics["v0"], gemm.statistics["v0"])
+                for name in ("mean", "stddev"):
+                    np.testing.assert_allclose(shortcut.statistics[name], gemm.statistics[name],
+                                               rtol=1e-5, err_msg=name)
+
     def test_full_result_into_an_array_and_a_memmap(self):
         rng = np.random.default_rng(3)
         spot = rng.uniform(5, 10, size=8)
@@ -189,6 +202,9 @@ class ArgumentsAndErrorsTest(unittest.TestCase):
             (dict(issuers=3, paths=2_000_000, scenarios=3),
              grpc.StatusCode.INVALID_ARGUMENT, "paths"),
             (dict(issuers=3, paths=10, scenario_set="f" * 64), grpc.StatusCode.NOT_FOUND, None),
+            (dict(issuers=3, paths=10, scenarios=3, statistics=["mean", "es:0.975"],
+                  moments_from_covariance=True),
+             grpc.StatusCode.INVALID_ARGUMENT, "output.statistics.es"),
         ]
         for make in (Client, BlockingAioClient):
             with make(self.server.target) as client:

@@ -139,8 +139,8 @@ def _set_target(request, named, target, max_paths):
 
 def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, correlation,
                   antithetic, scenarios, scenario_set, column_begin, column_end, statistics,
-                  errors, error_confidence, full, terminal_prices, priority, precision,
-                  target, max_paths):
+                  errors, error_confidence, moments_from_covariance, full, terminal_prices,
+                  priority, precision, target, max_paths):
     """(the PriceRequest of Client.price()'s arguments, (name, kind, level,
     part) of each statistics column: with errors or a target, each item's
     errors after it)."""
@@ -164,8 +164,11 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
     issuers = _set_market(request, spot, volatility, issuers, request.seed, correlation)
     _set_scenarios(request, scenarios, scenario_set, request.seed, issuers)
     named = []
+    if moments_from_covariance and statistics == ("mean", "stddev", "min", "max"):
+        statistics = ("mean", "stddev")  # the default, less what ST's covariance cannot give
     if statistics is not None:
         selection, named = statistics_selection(statistics)
+        selection.moments_from_covariance = bool(moments_from_covariance)
         if errors or target is not None:  # a target's error is one of them
             selection.errors, selection.error_confidence = True, error_confidence
             named = with_errors(named)

@@ -90,6 +90,7 @@ class Client:
               column_begin: int = 0, column_end: int = 0,
               statistics: Optional[Iterable[str]] = ("mean", "stddev", "min", "max"),
               errors: bool = False, error_confidence: float = 0.95,
+              moments_from_covariance: bool = False,
               target: Union[None, str, Target] = None, max_paths: Optional[int] = None,
               full: Union[bool, np.ndarray, str] = False,
               terminal_prices: bool = False,
@@ -108,6 +109,10 @@ class Client:
         "mean_se", "stddev_se", "es_L_se" (standard errors), "var_L_lo",
         "var_L_hi", "quantile_L_lo", "quantile_L_hi" (the bounds of a
         confidence interval at `error_confidence`, in (0, 1)); min, max: none.
+        `moments_from_covariance`: mean and stddev from ST's issuer means and
+        covariance instead of SC (docs/risk.md, "The moments shortcut"): 2 N^2
+        flops a column instead of 2 P N; `statistics` mean and/or stddev only
+        (the default then), no errors, target or full.
         `target`: each column priced to a precision, a Target or the CLI's
         --error-target text ("var:0.99=2%": var_0.99's error at most 2% of
         it; "mean=0.01": at most 0.01), of an item of `statistics` (errors

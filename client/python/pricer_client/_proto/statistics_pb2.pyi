@@ -83,13 +83,14 @@ class RoundStarted(_message.Message):
     def __init__(self, round: _Optional[int] = ..., paths: _Optional[int] = ..., columns: _Optional[int] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ...) -> None: ...
 
 class StatisticsSelection(_message.Message):
-    __slots__ = ["error_confidence", "errors", "es", "max", "mean", "min", "quantiles", "stddev", "var"]
+    __slots__ = ["error_confidence", "errors", "es", "max", "mean", "min", "moments_from_covariance", "quantiles", "stddev", "var"]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     ERROR_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     ES_FIELD_NUMBER: _ClassVar[int]
     MAX_FIELD_NUMBER: _ClassVar[int]
     MEAN_FIELD_NUMBER: _ClassVar[int]
     MIN_FIELD_NUMBER: _ClassVar[int]
+    MOMENTS_FROM_COVARIANCE_FIELD_NUMBER: _ClassVar[int]
     QUANTILES_FIELD_NUMBER: _ClassVar[int]
     STDDEV_FIELD_NUMBER: _ClassVar[int]
     VAR_FIELD_NUMBER: _ClassVar[int]
@@ -99,7 +100,8 @@ class StatisticsSelection(_message.Message):
     max: bool
     mean: bool
     min: bool
+    moments_from_covariance: bool
     quantiles: _containers.RepeatedScalarFieldContainer[float]
     stddev: bool
     var: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ..., errors: bool = ..., error_confidence: _Optional[float] = ...) -> None: ...
+    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ..., errors: bool = ..., error_confidence: _Optional[float] = ..., moments_from_covariance: bool = ...) -> None: ...
