@@ -98,6 +98,7 @@ compare_values() {
   compare stats-tail-errors stats 1e-5 "${seed[@]}" --stats "$tail" --errors
   compare stats-wide-sorted stats 1e-5 "${seed[@]}" --stats "$wide"
   compare moments-only-errors stats 1e-5 "${seed[@]}" --stats mean,stddev --errors
+  compare moments-shortcut stats 1e-5 "${seed[@]}" --stats mean,stddev --moments-from-covariance
   compare quantiles-only-errors stats 1e-5 "${seed[@]}" --stats quantile:0.01,quantile:0.99 --errors
   compare odd-p-antithetic-errors stats 1e-5 --preset seed --paths 9999 --antithetic \
     --scenarios "$(columns 5000)" --stats "$tail,quantile:0.5" --errors
