@@ -43,7 +43,13 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
   }
   b.cublas = cublas("cuBLAS workspace", "cuBLAS handle");
   b.a_block = BufferOf<float>("scenario block A", issuers * w);
-  b.sc_block = BufferOf<float>("result block SC", paths * w);
+  b.sc_block = BufferOf<float>("result block SC", selection.from_covariance ? 0 : paths * w);
+  if (selection.from_covariance) {
+    b.covariance = CudaJobBuffers::Covariance{
+        BufferOf<double>("ST covariance and means", issuers * issuers + issuers),
+        BufferOf<double>("scenario block A in float64", issuers * w),
+        BufferOf<double>("covariance block S A", issuers * w)};
+  }
   if (selection.any()) {
     b.statistics =
         BufferOf<double>("statistics block", CudaJobBuffers::StatisticRows(selection) * w);
@@ -81,9 +87,9 @@ AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_colum
   for (const std::optional<Buffer>& host : {b.statistics_host, b.a_host, b.values_host}) {
     if (host) table.pinned_per_shard.push_back(*host);
   }
-  if (spec.output.statistics.from_covariance) {  // its shards run on the host (CudaJob)
-    table.per_shard.clear();
-    table.pinned_per_shard.clear();
+  if (const auto& c = b.covariance) {
+    table.resident.push_back(c->moments);
+    table.per_shard.insert(table.per_shard.end(), {c->a_doubles, c->products});
   }
   return table;
 }

@@ -104,6 +104,14 @@ struct CudaJobBuffers {
     Buffer offsets, keys, keys_alternate, scratch;
   };
   std::optional<Sort> sort;
+  // The moments shortcut (StatisticsSelection::from_covariance): ST's
+  // covariance S and issuer means m (resident, float64, N x N then N), and
+  // per shard A and S A in float64 (N x w each). SC is then never formed
+  // (its block is one float).
+  struct Covariance {
+    Buffer moments, a_doubles, products;
+  };
+  std::optional<Covariance> covariance;
 
   // Pinned host blocks per shard (PinnedPool), each as large as the device
   // block it mirrors: the statistics block (when statistics are asked for),

@@ -95,21 +95,10 @@ class CudaJob {
                                           drift.data(), diffusion.data(), st_.data(), stream)));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
     if (!spec_.output.statistics.from_covariance) return absl::OkStatus();
-    // The moments shortcut runs on the host, the cpu backend's code on this
-    // GPU's ST: the same bits as there for the same ST.
-    std::vector<float> st(static_cast<size_t>(spec_.paths * spec_.market.issuers()));
-    RETURN_IF_ERROR(
-        PRICER_CUDA_STATUS(name_, cudaMemcpyAsync(st.data(), st_.data(), st.size() * sizeof(float),
-                                                  cudaMemcpyDeviceToHost, stream)));
-    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
-    return CovarianceMoments::Of(spec_, st.data(), host_memory_, &moments_);
+    return UploadCovariance(stream);
   }
 
   absl::Status RunShard(const Shard& shard, ShardOutput* out) {
-    if (spec_.output.statistics.from_covariance) {
-      out->statistics.Resize(spec_.output.statistics, shard.out_end - shard.out_begin);
-      return moments_.ReduceShard(spec_, shard, host_memory_, &out->statistics);
-    }
     ASSIGN_OR_RETURN(std::unique_ptr<ShardSlot> slot, TakeSlot());
     const absl::Status status = RunShardOnSlot(Resident(), shard, *slot, out);
     if (!status.ok()) {
@@ -174,6 +163,27 @@ class CudaJob {
     return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
   }
 
+  // The moments shortcut's S and m: on the host from this GPU's ST (float64,
+  // the code the cpu backend runs; its host memory is the start's only and
+  // not the GPU's budget), then on the GPU for the shards' DGEMMs.
+  absl::Status UploadCovariance(cudaStream_t stream) {
+    std::vector<float> st(static_cast<size_t>(spec_.paths * spec_.market.issuers()));
+    RETURN_IF_ERROR(
+        PRICER_CUDA_STATUS(name_, cudaMemcpyAsync(st.data(), st_.data(), st.size() * sizeof(float),
+                                                  cudaMemcpyDeviceToHost, stream)));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
+    MemoryAccount host(std::numeric_limits<int64_t>::max());
+    CovarianceMoments moments;
+    RETURN_IF_ERROR(CovarianceMoments::Of(spec_, st.data(), host, &moments));
+    const Buffer& buffer = buffers_.covariance->moments;
+    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffer, name_, &covariance_));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_, cudaMemcpyAsync(covariance_.data(), moments.values(),
+                               static_cast<size_t>(buffer.elements) * sizeof(double),
+                               cudaMemcpyHostToDevice, stream)));
+    return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
+  }
+
   absl::StatusOr<std::unique_ptr<ShardSlot>> TakeSlot() {
     {
       absl::MutexLock lock(&idle_mu_);
@@ -198,8 +208,8 @@ class CudaJob {
                        pinned_,         shard_columns_,
                        st_.data(),      spot_f64_.data(),
                        levels_.data(),  static_cast<int64_t>(levels_host_.size()),
-                       offsets_.data(), span_,
-                       error_z_};
+                       offsets_.data(), covariance_.data(),
+                       span_,           error_z_};
   }
 
   const JobSpec& spec_;
@@ -222,10 +232,7 @@ class CudaJob {
   DeviceArray<double> spot_f64_;
   DeviceArray<cuda::OrderLevel> levels_;
   DeviceArray<int> offsets_;
-  // The moments shortcut's host memory (a host copy of ST while S is built,
-  // S, and each shard's blocks): not the GPU's budget, and not bounded.
-  MemoryAccount host_memory_{std::numeric_limits<int64_t>::max()};
-  CovarianceMoments moments_;
+  DeviceArray<double> covariance_;  // the moments shortcut's S and m
   absl::Mutex idle_mu_;
   std::vector<std::unique_ptr<ShardSlot>> idle_ ABSL_GUARDED_BY(idle_mu_);
 };

@@ -140,6 +140,10 @@ class ShardRun {
         RETURN_IF_ERROR(
             PRICER_CUDA_STATUS(name_, cudaStreamWaitEvent(compute, slot_.a_ready[b].get(), 0)));
       }
+      if (job_.covariance != nullptr) {
+        RETURN_IF_ERROR(MultiplyCovariance(cublas, b));
+        continue;
+      }
       RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
           name_, cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, paths,
                               static_cast<int>(layout_.BlockCount(b)), issuers, &one, job_.st,
@@ -149,6 +153,23 @@ class ShardRun {
       if (spec_.output.full) RETURN_IF_ERROR(CopyKeptValues(b));
     }
     return PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.multiplied.get(), compute));
+  }
+
+  // The moments shortcut's GEMM of block `b`: its A in float64, then S A
+  // (cuBLAS DGEMM, one fixed shape per block).
+  absl::Status MultiplyCovariance(cublasHandle_t cublas, int64_t b) {
+    const int64_t n = spec_.market.issuers();
+    const int64_t first = layout_.BlockBegin(b), count = layout_.BlockCount(b);
+    double* a = slot_.a_doubles.data() + first * n;
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_,
+        cuda::LaunchToDoubles(slot_.a.data() + first * n, count * n, a, slot_.compute.get())));
+    const double one = 1.0, zero = 0.0;
+    return PRICER_CUBLAS_STATUS(
+        name_, cublasDgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                           static_cast<int>(count), static_cast<int>(n), &one, job_.covariance,
+                           static_cast<int>(n), a, static_cast<int>(n), &zero,
+                           slot_.products.data() + first * n, static_cast<int>(n)));
   }
 
   // The kept columns of block `b` of SC to the host, after its GEMM, on the
@@ -185,7 +206,14 @@ class ShardRun {
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
           name_, cuda::LaunchPortfolioValues(slot_.a.data() + layout_.skip * issuers, issuers,
                                              layout_.kept, job_.spot_f64, statistics, compute)));
-      if (selection.moments()) {
+      if (job_.covariance != nullptr) {
+        const int64_t skip = layout_.skip * issuers;
+        RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+            name_, cuda::LaunchCovarianceMoments(
+                       slot_.a_doubles.data() + skip, slot_.products.data() + skip,
+                       job_.covariance + issuers * issuers, issuers, layout_.kept, paths,
+                       statistics, stride, compute)));
+      } else if (selection.moments()) {
         RETURN_IF_ERROR(
             PRICER_CUDA_STATUS(name_, cuda::LaunchMoments(kept_sc, paths, layout_.kept,
                                                           statistics + stride, stride, compute)));

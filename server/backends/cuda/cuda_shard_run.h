@@ -28,9 +28,10 @@ struct ResidentJob {
   const double* spot_f64;         // N
   const cuda::OrderLevel* levels;
   int64_t level_count;
-  const int* sort_offsets;  // kSortColumns + 1, when the levels are sorted
-  RankSpan span;            // the ranks a window holds (WindowSpan), when there are levels
-  double error_z;           // with errors: the normal quantile of their confidence
+  const int* sort_offsets;   // kSortColumns + 1, when the levels are sorted
+  const double* covariance;  // S (N x N) then m (N): the moments shortcut's, else null
+  RankSpan span;             // the ranks a window holds (WindowSpan), when there are levels
+  double error_z;            // with errors: the normal quantile of their confidence
 };
 
 // Runs `shard` of `job` on `slot`, on the current GPU, into `out`. On

@@ -26,6 +26,10 @@ absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& acc
                                 static_cast<size_t>(slot.statistics.size()) * sizeof(double),
                                 slot.compute.get())));
   }
+  if (const auto& c = buffers.covariance) {
+    RETURN_IF_ERROR(allocate(c->a_doubles, slot.a_doubles));
+    RETURN_IF_ERROR(allocate(c->products, slot.products));
+  }
   if (const auto& sort = buffers.sort) {
     RETURN_IF_ERROR(allocate(sort->keys, slot.sort_keys));
     RETURN_IF_ERROR(allocate(sort->keys_alternate, slot.sort_keys_alternate));

@@ -75,8 +75,9 @@ struct ShardSlot : SlotStreams {
   DeviceArray<double> statistics;  // rows x shard_columns, zeroed
   DeviceArray<float> sort_keys, sort_keys_alternate;
   DeviceArray<char> sort_scratch;
-  PinnedPool::Handle a_host;           // inline scenario columns, staged for H2D
-  PinnedPool::Handle statistics_host;  // the statistics block, from D2H
+  DeviceArray<double> a_doubles, products;  // the moments shortcut's blocks
+  PinnedPool::Handle a_host;                // inline scenario columns, staged for H2D
+  PinnedPool::Handle statistics_host;       // the statistics block, from D2H
 };
 
 // A slot for the shards (`shard_columns` wide at most) of a job on the

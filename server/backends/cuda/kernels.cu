@@ -70,6 +70,34 @@ __global__ void PortfolioValuesKernel(const float* a, int64_t rows, const double
   if (threadIdx.x == 0) v0[blockIdx.x] = total;
 }
 
+__global__ void ToDoublesKernel(const float* a, int64_t count, double* out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < count) out[i] = a[i];
+}
+
+// One thread block per column.
+__global__ void CovarianceMomentsKernel(const double* a, const double* products,
+                                        const double* means, int64_t issuers, int64_t paths,
+                                        double* out, int64_t stride) {
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const int64_t j = blockIdx.x;
+  const double* x = a + j * issuers;
+  const double* sx = products + j * issuers;
+  double mean = 0, variance = 0;
+  for (int64_t i = threadIdx.x; i < issuers; i += kThreads) {
+    mean += means[i] * x[i];
+    variance += x[i] * sx[i];
+  }
+  mean = Reduce(storage).Sum(mean);
+  __syncthreads();  // the storage again
+  variance = Reduce(storage).Sum(variance);
+  if (threadIdx.x == 0) {
+    out[stride + j] = mean;
+    out[2 * stride + j] = paths > 1 ? sqrt(fmax(variance, 0.0)) : 0.0;
+  }
+}
+
 struct Moments {
   double sum, squares;
   float min, max;
@@ -186,6 +214,24 @@ cudaError_t LaunchPortfolioValues(const float* a, int64_t rows, int64_t columns,
                                   double* v0, cudaStream_t stream) {
   if (columns == 0) return cudaSuccess;
   PortfolioValuesKernel<<<static_cast<unsigned>(columns), kThreads, 0, stream>>>(a, rows, spot, v0);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchToDoubles(const float* a, int64_t count, double* a_doubles,
+                            cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  ToDoublesKernel<<<static_cast<unsigned>((count + kThreads - 1) / kThreads), kThreads, 0,
+                    stream>>>(a, count, a_doubles);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCovarianceMoments(const double* a_doubles, const double* products,
+                                    const double* means, int64_t issuers, int64_t columns,
+                                    int64_t paths, double* out, int64_t stride,
+                                    cudaStream_t stream) {
+  if (columns == 0) return cudaSuccess;
+  CovarianceMomentsKernel<<<static_cast<unsigned>(columns), kThreads, 0, stream>>>(
+      a_doubles, products, means, issuers, paths, out, stride);
   return cudaGetLastError();
 }
 

@@ -35,6 +35,17 @@ cudaError_t LaunchPortfolioValues(const float* a, int64_t rows, int64_t columns,
 // Per column of `paths` values: mean, sample stddev, min and max into
 // out[0 * stride + j], out[1 * stride + j], ... (shifted float64 sums as in
 // ColumnReducer, server/backends/cpu/column_reducer.h).
+// The moments shortcut (server/backends/host/covariance_moments.h) of
+// `columns` columns of A (`a`, float32, N = `issuers` rows): A in float64
+// into `a_doubles`, for the caller's DGEMM S A into `products`.
+cudaError_t LaunchToDoubles(const float* a, int64_t count, double* a_doubles, cudaStream_t stream);
+// Then mean_j = m . A_j and stddev_j = sqrt(A_j^T (S A)_j) (0 for one
+// path) into `out` rows 1 and 2 (stride `stride`), LaunchMoments' rows. One
+// thread block per column, a fixed-order reduction: the same bits each run.
+cudaError_t LaunchCovarianceMoments(const double* a_doubles, const double* products,
+                                    const double* means, int64_t issuers, int64_t columns,
+                                    int64_t paths, double* out, int64_t stride,
+                                    cudaStream_t stream);
 cudaError_t LaunchMoments(const float* sc, int64_t paths, int64_t columns, double* out,
                           int64_t stride, cudaStream_t stream);
 

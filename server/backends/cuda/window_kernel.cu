@@ -154,10 +154,12 @@ __device__ double EsTailMean(WindowShared& s, const float* column, int64_t paths
   return mean;
 }
 
-// One thread block per column. Three blocks an SM: 80 registers (ptxas,
-// sm_90; a few bytes spilled) where the compiler's own choice of 102 let two
-// run, the occupancy that left the kernel latency-bound under ncu.
-__global__ void __launch_bounds__(kThreads, 3)
+// One thread block per column. Four blocks an SM: 64 registers (ptxas,
+// sm_90; 160 bytes spilled) where the compiler's own choice of 102 let two
+// run, the occupancy that left the kernel latency-bound under ncu. Measured
+// on an H200, the example's stats job: two blocks 0.399 s, three 0.363 s,
+// four 0.353 s (docs/BENCHMARKS.md).
+__global__ void __launch_bounds__(kThreads, 4)
     WindowOrderStatisticsKernel(const float* sc, int64_t paths, RankSpan span,
                                 const OrderLevel* levels, int count, const double* v0,
                                 double discount, double* out, int64_t stride, ErrorArgs errors) {

@@ -4,9 +4,10 @@
 //   mean_j = m . A_j,   stddev_j = sqrt(A_j^T S A_j),
 // the same sample moments as the column's P values give, without forming
 // SC: 2 N^2 flops a column (one float64 GEMM S A per aligned block of A)
-// instead of the shard GEMM's 2 P N, and S once per job (P N^2). Host code
-// on OpenBLAS, which both backends run: the cuda backend copies ST back once
-// per job, so a job's results are the same bits on every device.
+// instead of the shard GEMM's 2 P N, and S once per job (P N^2). The cpu
+// backend runs all of it on the host (OpenBLAS); the cuda backend builds S
+// and m here from its ST copied back once per job, then runs the blocks'
+// GEMMs S A on the GPU (cuBLAS DGEMM, cuda_shard_run.cc).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,10 @@ class CovarianceMoments {
   // Polls StopStatus between blocks.
   absl::Status ReduceShard(const JobSpec& spec, const Shard& shard, MemoryAccount& memory,
                            ColumnStatistics* out) const;
+
+  // S (N x N, column-major, both triangles) then m (N): what the cuda
+  // backend uploads for its own GEMMs.
+  const double* values() const { return values_.data(); }
 
  private:
   int64_t paths_ = 0, issuers_ = 0;

@@ -273,6 +273,27 @@ TEST(CudaEngineTest, ResultsDoNotDependOnShardWidthOrColumnRange) {
   for (int64_t j = 700; j < 1900; ++j) ASSERT_EQ(part.ScColumn(j), wide.ScColumn(j)) << j;
 }
 
+TEST(CudaEngineTest, MomentsShortcutMatchesTheCpuBackendWhateverTheShards) {
+  REQUIRE_GPU();
+  // Inline scenarios (A staged through pinned memory) and a partial last block.
+  JobSpec spec =
+      MakeSpec(SpreadMarket(40), 4000, 21, ScenarioMatrix::Inline(40, 3000, InlineValues(40, 3000)),
+               Output(false, true, false));
+  spec.output.statistics.min = spec.output.statistics.max = false;
+  spec.output.statistics.from_covariance = true;
+  const Comparison c = RunBoth(spec);  // the GPU's memory within its budget, too
+  // Both are float64 moments of ST A: they differ by ST's float32 rounding.
+  ExpectStatisticsNear(c.gpu.statistics, c.cpu.statistics, 1e-6);
+  std::unique_ptr<Engine> engine = MakeCudaEngine();
+  spec.shard_columns = 256;
+  const JobResult narrow = RunJob(*engine, spec);
+  spec.shard_columns = 2048;
+  const JobResult wide = RunJob(*engine, spec);
+  ASSERT_TRUE(narrow.status.ok() && wide.status.ok());
+  EXPECT_EQ(narrow.statistics.mean, wide.statistics.mean);
+  EXPECT_EQ(narrow.statistics.stddev, wide.statistics.stddev);
+}
+
 // What a job holds on the device, read from its MemoryAccount, is its
 // table: every buffer it allocates is an entry, at the entry's size.
 TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
