@@ -225,40 +225,31 @@ std::vector<BadRequestCase> ColumnAndOutputCases() {
   };
 }
 
-// The moments shortcut's conditions.
+// The moments shortcut's conditions: each case sets it, then spoils.
 std::vector<BadRequestCase> MomentsShortcutCases() {
-  auto shortcut = [](v1::PriceRequest& r) -> v1::StatisticsSelection& {
-    Statistics(r).set_moments_from_covariance(true);
-    return Statistics(r);
+  auto shortcut = [](void (*spoil)(v1::PriceRequest&)) {
+    return [spoil](auto& r) { Statistics(r).set_moments_from_covariance(true), spoil(r); };
   };
-  constexpr const char* kOnlyMoments = ": must be empty with moments_from_covariance";
+  const std::string only = ": must be empty with moments_from_covariance";
   return {
-      {"ShortcutWithMin", [=](auto& r) { shortcut(r).set_min(true); },
-       std::string("output.statistics.min is true") + kOnlyMoments},
-      {"ShortcutWithEs", [=](auto& r) { shortcut(r).add_es(0.975); },
-       std::string("output.statistics.es is 0.975") + kOnlyMoments},
-      {"ShortcutWithErrors", [=](auto& r) { shortcut(r).set_errors(true); },
+      {"ShortcutWithMin", shortcut([](auto& r) { Statistics(r).set_min(true); }),
+       "output.statistics.min is true" + only},
+      {"ShortcutWithEs", shortcut([](auto& r) { Statistics(r).add_es(0.975); }),
+       "output.statistics.es is 0.975" + only},
+      {"ShortcutWithErrors", shortcut([](auto& r) { Statistics(r).set_errors(true); }),
        "output.statistics.errors is true: must be false with moments_from_covariance"},
-      {"ShortcutWithFullOutput",
-       [=](auto& r) {
-         shortcut(r).set_mean(true);
-         r.mutable_output()->set_full(true);
-       },
+      {"ShortcutWithFullOutput", shortcut([](auto& r) { r.mutable_output()->set_full(true); }),
        "output.full is true: must be false with moments_from_covariance"},
-      {"ShortcutWithTarget",
-       [=](auto& r) {
-         shortcut(r).set_mean(true);
+      {"ShortcutWithTarget", shortcut([](auto& r) {
          r.mutable_target()->set_statistic(v1::PrecisionTarget::STATISTIC_MEAN);
          r.mutable_target()->set_relative(0.01);
          r.mutable_target()->set_max_paths(100000);
-       },
+       }),
        "target.max_paths is 100000: a target needs errors"},
-      {"ShortcutOverItsIssuers",
-       [=](auto& r) {
+      {"ShortcutOverItsIssuers", shortcut([](auto& r) {
          UseGeneratedMarket(r);
          r.mutable_market()->mutable_generated()->set_issuers(8193);
-         shortcut(r);
-       },
+       }),
        "market.generated.issuers is 8193: must be <= 8192 with moments_from_covariance"},
   };
 }

@@ -109,10 +109,7 @@ class Client:
         "mean_se", "stddev_se", "es_L_se" (standard errors), "var_L_lo",
         "var_L_hi", "quantile_L_lo", "quantile_L_hi" (the bounds of a
         confidence interval at `error_confidence`, in (0, 1)); min, max: none.
-        `moments_from_covariance`: mean and stddev from ST's issuer means and
-        covariance instead of SC (docs/risk.md, "The moments shortcut"): 2 N^2
-        flops a column instead of 2 P N; `statistics` mean and/or stddev only
-        (the default then), no errors, target or full.
+        `moments_from_covariance`: mean and stddev only, from ST's covariance.
         `target`: each column priced to a precision, a Target or the CLI's
         --error-target text ("var:0.99=2%": var_0.99's error at most 2% of
         it; "mean=0.01": at most 0.01), of an item of `statistics` (errors

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -226,41 +225,6 @@ TEST(ColumnStatisticsTest, LowerTailFarFromTheSampleIsStillExact) {
   std::vector<float> floor_ties = Column(rows, 100.0, 5.0, 73);
   for (size_t p = 0; p < rows; p += 20) floor_ties[p] = 90.0f;
   ExpectRiskMatches(Reduce(tail, floor_ties, 100.0), 0, tail, floor_ties, 100.0, kDiscount);
-}
-
-TEST(ColumnStatisticsTest, SampleWindowBoundsAreTheSortedSamplesOrderStatistics) {
-  // Lower-tail, two-sided and upper windows over samples the pivot of the
-  // lower-tail selection reads well, misreads (every 16th value, its
-  // sub-sample, the smallest; or the largest), and ties.
-  std::vector<std::vector<float>> columns;
-  for (uint64_t seed = 0; seed < 20; ++seed) columns.push_back(Column(kWindowSample, 0, 1, seed));
-  std::vector<float> hidden = Column(kWindowSample, 0, 1, 30);
-  for (size_t i = 0; i < hidden.size(); i += 16) hidden[i] = -10.0f - static_cast<float>(i);
-  std::vector<float> exposed = Column(kWindowSample, 0, 1, 31);
-  for (size_t i = 0; i < exposed.size(); i += 16) exposed[i] = 10.0f + static_cast<float>(i);
-  columns.push_back(hidden);
-  columns.push_back(exposed);
-  columns.push_back(TiedColumn(kWindowSample, {1.0f, 2.0f, 2.0f, 3.0f}, 32));
-  columns.push_back(std::vector<float>(kWindowSample, 7.0f));
-  std::vector<float> sample, scratch;
-  for (const RankSpan span :
-       {RankSpan{99, 250}, RankSpan{0, 0}, RankSpan{4990, 5010}, RankSpan{9500, 9999}}) {
-    for (int attempt = 0; attempt < kWindowAttempts; ++attempt) {
-      const SampleRange range = SampleRangeOf(span, 10'000, attempt);
-      for (const std::vector<float>& column : columns) {
-        std::vector<float> sorted = column;
-        std::sort(sorted.begin(), sorted.end());
-        const ColumnWindow window = SampleWindow(column.data(), range, sample, scratch);
-        SCOPED_TRACE("ranks " + std::to_string(span.first) + ".." + std::to_string(span.last));
-        EXPECT_EQ(window.bounded, range.bounded());
-        const float infinity = std::numeric_limits<float>::infinity();
-        const float lo = range.bounded() ? sorted[static_cast<size_t>(range.lo)] : -infinity;
-        const float hi = range.capped() ? sorted[static_cast<size_t>(range.hi)] : infinity;
-        EXPECT_EQ(window.lo, lo);
-        EXPECT_EQ(window.hi, hi);
-      }
-    }
-  }
 }
 
 TEST(ColumnStatisticsTest, WindowsAwayFromTheLowerTailMatchAFullSort) {
