@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/backends/cuda/cuda_device.h"
@@ -255,14 +256,22 @@ TEST(CudaEngineTest, TensorFloat32ResultsAreWithinItsTolerance) {
   EXPECT_NE(tf32.sc, fp32.sc);
 }
 
+// `spec` run on `engine` with 256- and 2048-column shards (both must succeed).
+std::pair<JobResult, JobResult> NarrowAndWide(Engine& engine, JobSpec& spec) {
+  spec.shard_columns = 256;
+  JobResult narrow = RunJob(engine, spec);
+  spec.shard_columns = 2048;
+  JobResult wide = RunJob(engine, spec);
+  EXPECT_TRUE(narrow.status.ok()) << narrow.status;
+  EXPECT_TRUE(wide.status.ok()) << wide.status;
+  return {std::move(narrow), std::move(wide)};
+}
+
 TEST(CudaEngineTest, ResultsDoNotDependOnShardWidthOrColumnRange) {
   REQUIRE_GPU();
   JobSpec spec = RiskSpec(ScenarioMatrix::Generated(40, 3000, 8, 0.0f, 1.0f));
   std::unique_ptr<Engine> engine = MakeCudaEngine();
-  spec.shard_columns = 256;
-  const JobResult narrow = RunJob(*engine, spec);
-  spec.shard_columns = 2048;
-  const JobResult wide = RunJob(*engine, spec);
+  const auto [narrow, wide] = NarrowAndWide(*engine, spec);
   ASSERT_TRUE(narrow.status.ok() && wide.status.ok());
   EXPECT_EQ(narrow.sc, wide.sc);
   EXPECT_EQ(narrow.statistics.es, wide.statistics.es);
@@ -285,10 +294,7 @@ TEST(CudaEngineTest, MomentsShortcutMatchesTheCpuBackendWhateverTheShards) {
   // Both are float64 moments of ST A: they differ by ST's float32 rounding.
   ExpectStatisticsNear(c.gpu.statistics, c.cpu.statistics, 1e-6);
   std::unique_ptr<Engine> engine = MakeCudaEngine();
-  spec.shard_columns = 256;
-  const JobResult narrow = RunJob(*engine, spec);
-  spec.shard_columns = 2048;
-  const JobResult wide = RunJob(*engine, spec);
+  const auto [narrow, wide] = NarrowAndWide(*engine, spec);
   ASSERT_TRUE(narrow.status.ok() && wide.status.ok());
   EXPECT_EQ(narrow.statistics.mean, wide.statistics.mean);
   EXPECT_EQ(narrow.statistics.stddev, wide.statistics.stddev);
