@@ -32,6 +32,20 @@ GbmConstants GbmConstantsOf(const Market& market) {
   return c;
 }
 
+GbmConstants TerminalConstantsOf(const JobSpec& spec) {
+  GbmConstants c = GbmConstantsOf(spec.market);
+  if (spec.historical()) {
+    std::fill(c.drift.begin(), c.drift.end(), 0.0f);
+    std::fill(c.diffusion.begin(), c.diffusion.end(), 1.0f);
+  }
+  return c;
+}
+
+std::vector<double> ValuesToday(const JobSpec& spec) {
+  if (spec.instruments.empty()) return spec.market.spot;
+  return InstrumentValuesToday(spec.market, spec.instruments);
+}
+
 std::vector<double> DrawSpots(const MarketDraw& draw) {
   return DrawUniforms(draw, RandomStream::kSpot, draw.spot_min, draw.spot_max);
 }

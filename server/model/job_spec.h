@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/model/instruments.h"
 #include "server/model/precision_target.h"
 #include "server/model/statistics.h"
 
@@ -110,6 +111,13 @@ struct JobSpec {
   // partner and keeps its own).
   bool antithetic = false;
   ScenarioMatrix scenarios;
+  // The book (docs/risk.md, "Books"): K instruments on the issuers, whose
+  // values at the horizon V (P x K) are what A's rows weigh; empty: A's rows
+  // are the issuers' stocks and the GEMMs multiply ST.
+  std::vector<Instrument> instruments;
+  // Historical scenarios: the issuers' log-returns over the horizon R (P x N,
+  // column-major, P = paths), and ST = S0 exp(R); unset: GBM from the seed.
+  std::optional<ScenarioMatrix> returns;
   // Priced columns [column_begin, column_end) of A.
   int64_t column_begin = 0;
   int64_t column_end = 0;
@@ -141,7 +149,23 @@ struct JobSpec {
   // Set once the job is stopped (cancelled, failed, drained); with the
   // deadline, what long phases poll between blocks (StopStatus).
   std::shared_ptr<const std::atomic<bool>> stopped;
+
+  // The rows of A and the columns of the GEMMs' left operand X: K with
+  // instruments (X = V), else N (X = ST).
+  int64_t position_rows() const {
+    return instruments.empty() ? market.issuers() : static_cast<int64_t>(instruments.size());
+  }
+  bool historical() const { return returns.has_value(); }
 };
+
+// The float32 constants of TerminalPrice for `spec`: GbmConstantsOf its
+// market, or for historical scenarios drift 0 and diffusion 1, so that
+// TerminalPrice(S0, 0, 1, R) = S0 exp(R) with R in place of the shocks.
+GbmConstants TerminalConstantsOf(const JobSpec& spec);
+
+// X0, the values today of X's columns (float64): the spots, or the
+// instruments' values today (InstrumentValuesToday). V0 = A^T X0.
+std::vector<double> ValuesToday(const JobSpec& spec);
 
 // Why a long phase of `spec`'s job should end now: CANCELLED when the job was
 // stopped, DEADLINE_EXCEEDED when its deadline passed; OK to go on.

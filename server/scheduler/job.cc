@@ -12,7 +12,7 @@ double Seconds(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 double GemmFlops(const JobSpec& spec, int64_t columns) {
-  return 2.0 * static_cast<double>(spec.paths) * static_cast<double>(spec.market.issuers()) *
+  return 2.0 * static_cast<double>(spec.paths) * static_cast<double>(spec.position_rows()) *
          static_cast<double>(columns);
 }
 

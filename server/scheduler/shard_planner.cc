@@ -111,10 +111,14 @@ absl::Status FitsNoDevice(const JobSpec& spec, const std::vector<PlannerDevice>&
                               ? absl::StrCat(", and one job may hold at most ", largest_job_budget,
                                              " bytes of it (--max-job-bytes)")
                               : "";
-  return absl::ResourceExhaustedError(
-      absl::StrCat("the job needs ", needed, " bytes on a device (terminal prices for ", spec.paths,
-                   " paths x ", spec.market.issuers(), " issuers plus one shard of ", width,
-                   " columns); the largest device budget is ", largest_budget, " bytes", cap));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the job needs ", needed, " bytes on a device (terminal prices for ", spec.paths, " paths x ",
+      spec.market.issuers(), " issuers",
+      spec.instruments.empty()
+          ? ""
+          : absl::StrCat(" and instrument values for ", spec.instruments.size(), " instruments"),
+      " plus one shard of ", width, " columns); the largest device budget is ", largest_budget,
+      " bytes", cap));
 }
 
 }  // namespace

@@ -148,6 +148,7 @@ void ToAcceptedReply(const Job& job, v1::PriceReply* reply) {
     out->set_shard_bytes(d.shard_bytes);
   }
   accepted->set_issuers(job.spec().market.issuers());
+  accepted->set_instruments(static_cast<int64_t>(job.spec().instruments.size()));
   accepted->set_paths(job.spec().paths);
   accepted->set_column_begin(job.spec().column_begin);
   accepted->set_column_end(job.spec().column_end);

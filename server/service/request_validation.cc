@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "server/service/book_validation.h"
 #include "server/service/field_checks.h"
 #include "server/service/job_preparation.h"
 #include "server/service/market_validation.h"
@@ -23,33 +24,31 @@ static_assert(std::endian::native == std::endian::little,
 
 // A stored set: its shape now; its values are read by the job's preparation.
 absl::StatusOr<ScenarioMatrix> ToStoredScenarios(const std::string& id, int64_t issuers,
+                                                 absl::string_view rows_are,
                                                  const ScenarioStore& store, Preparation* prep) {
-  absl::StatusOr<ScenarioStore::Shape> set = store.ShapeOf(id);
-  if (absl::IsNotFound(set.status())) {
-    return absl::NotFoundError(absl::StrCat("scenarios.scenario_set '", id,
-                                            "' is not stored on this server: upload it "
-                                            "with UploadScenarios"));
-  }
-  RETURN_IF_ERROR(set.status());
-  if (set->rows != issuers) {
-    return Invalid("scenarios.scenario_set rows", set->rows,
-                   absl::StrCat("must equal the issuer count ", issuers, " (set ", id, " is ",
-                                set->rows, " x ", set->columns, ")"));
+  ASSIGN_OR_RETURN(const ScenarioStore::Shape set,
+                   StoredSetShape(store, id, "scenarios.scenario_set"));
+  if (set.rows != issuers) {
+    return Invalid("scenarios.scenario_set rows", set.rows,
+                   absl::StrCat("must equal ", rows_are, " ", issuers, " (set ", id, " is ",
+                                set.rows, " x ", set.columns, ")"));
   }
   prep->scenario_set = id;
-  return ScenarioMatrix::Deferred(set->rows, set->columns);
+  return ScenarioMatrix::Deferred(set.rows, set.columns);
 }
 
+// A, whose rows are the issuers or the instruments (`rows_are` says which).
 absl::StatusOr<ScenarioMatrix> ToScenarios(const v1::Scenarios& scenarios, int64_t issuers,
-                                           const ScenarioStore& store, Preparation* prep) {
+                                           absl::string_view rows_are, const ScenarioStore& store,
+                                           Preparation* prep) {
   switch (scenarios.source_case()) {
     case v1::Scenarios::kScenarioSet:
-      return ToStoredScenarios(scenarios.scenario_set(), issuers, store, prep);
+      return ToStoredScenarios(scenarios.scenario_set(), issuers, rows_are, store, prep);
     case v1::Scenarios::kMatrix: {
       const v1::Matrix& m = scenarios.matrix();
       if (m.rows() != issuers) {
         return Invalid("scenarios.matrix.rows", m.rows(),
-                       absl::StrCat("must equal the issuer count ", issuers));
+                       absl::StrCat("must equal ", rows_are, " ", issuers));
       }
       RETURN_IF_ERROR(CheckRange("scenarios.matrix.columns", m.columns(), 1, kMaxScenarioColumns));
       const int64_t expected = m.rows() * m.columns() * static_cast<int64_t>(sizeof(float));
@@ -319,6 +318,18 @@ absl::StatusOr<OutputSelection> ToOutput(const v1::OutputOptions& output) {
 
 }  // namespace
 
+absl::StatusOr<ScenarioStore::Shape> StoredSetShape(const ScenarioStore& store,
+                                                    const std::string& id,
+                                                    absl::string_view field) {
+  absl::StatusOr<ScenarioStore::Shape> set = store.ShapeOf(id);
+  if (absl::IsNotFound(set.status())) {
+    return absl::NotFoundError(absl::StrCat(field, " '", id,
+                                            "' is not stored on this server: upload it "
+                                            "with UploadScenarios"));
+  }
+  return set;
+}
+
 absl::Status CheckPositions(absl::string_view field, const std::vector<float>& values,
                             int64_t rows) {
   for (size_t k = 0; k < values.size(); ++k) {
@@ -339,18 +350,31 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
   ASSIGN_OR_RETURN(spec.market, ToMarket(request, &prep));
   const int64_t issuers = spec.market.issuers();
 
-  RETURN_IF_ERROR(CheckRange("paths", request.paths(), 1, kMaxPaths));
-  if (request.paths() * issuers > kMaxPathIssuerProduct) {
-    return Invalid("paths", request.paths(),
+  RETURN_IF_ERROR(ToReturns(request, store, &prep, &spec));
+  if (!spec.historical()) {
+    RETURN_IF_ERROR(CheckRange("paths", request.paths(), 1, kMaxPaths));
+    spec.paths = request.paths();
+  }
+  if (spec.paths * issuers > kMaxPathIssuerProduct) {
+    return Invalid("paths", spec.paths,
                    absl::StrCat("paths * issuers must be <= ", kMaxPathIssuerProduct, " (issuers ",
                                 issuers, ")"));
   }
-  spec.paths = request.paths();
   spec.seed = request.seed();
   spec.antithetic = request.antithetic();
   ASSIGN_OR_RETURN(spec.precision, ToPrecision(request.precision()));
 
-  ASSIGN_OR_RETURN(spec.scenarios, ToScenarios(request.scenarios(), issuers, store, &prep));
+  ASSIGN_OR_RETURN(spec.instruments, ToInstruments(request, spec.market));
+  const int64_t rows = spec.position_rows();
+  if (spec.paths * rows > kMaxPathIssuerProduct) {
+    return Invalid("instruments size", rows,
+                   absl::StrCat("paths * instruments must be <= ", kMaxPathIssuerProduct,
+                                " (paths ", spec.paths, ")"));
+  }
+  ASSIGN_OR_RETURN(spec.scenarios, ToScenarios(request.scenarios(), rows,
+                                               spec.instruments.empty() ? "the issuer count"
+                                                                        : "the instrument count",
+                                               store, &prep));
 
   RETURN_IF_ERROR(ToColumns(request, spec.scenarios.columns(), &spec));
   ASSIGN_OR_RETURN(spec.output, ToOutput(request.output()));

@@ -29,6 +29,11 @@ inline constexpr double kMaxVolatilityTimesRootMaturity = 5;
 absl::Status CheckPositions(absl::string_view field, const std::vector<float>& values,
                             int64_t rows);
 
+// The shape of stored set `id` (the request's `field`), NOT_FOUND naming
+// both when the store does not hold it.
+absl::StatusOr<ScenarioStore::Shape> StoredSetShape(const ScenarioStore& store,
+                                                    const std::string& id, absl::string_view field);
+
 // INVALID_ARGUMENT naming the first bad field and its value, else the spec.
 // `store` resolves `scenarios.scenario_set` (NOT_FOUND for an unknown id).
 absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore& store);

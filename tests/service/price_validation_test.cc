@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/service/bad_request_case.h"
 #include "tests/service/service_test_util.h"
 
 namespace pricer::testing {
@@ -19,15 +20,6 @@ using ::testing::HasSubstr;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-struct BadRequestCase {
-  std::string name;
-  std::function<void(v1::PriceRequest&)> spoil;
-  // What the message must say: the field path, " is ", the value as printed.
-  std::string expected;
-};
-
-void PrintTo(const BadRequestCase& c, std::ostream* os) { *os << c.name; }
 
 // The base request has 4 explicit issuers and 100 generated scenario columns.
 void UseGeneratedMarket(v1::PriceRequest& r) {
@@ -313,7 +305,8 @@ std::vector<BadRequestCase> BadRequestCases() {
   std::vector<BadRequestCase> cases;
   for (std::vector<BadRequestCase> (*group)() :
        {RequestCases, ExplicitMarketCases, GeneratedMarketCases, ScenarioCases,
-        ColumnAndOutputCases, MomentsShortcutCases, CorrelationCases, PriorityAndPrecisionCases}) {
+        ColumnAndOutputCases, MomentsShortcutCases, CorrelationCases, PriorityAndPrecisionCases,
+        BookCases}) {
     const std::vector<BadRequestCase> more = group();
     cases.insert(cases.end(), more.begin(), more.end());
   }

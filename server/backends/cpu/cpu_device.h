@@ -17,11 +17,12 @@
 
 namespace pricer {
 
-// What a cpu job allocates (float32): resident, ST (P x N) and, for
-// correlated issuers, one block of shocks per thread while ST is built; per
-// shard, an A block (N x w) and an SC block (P x w).
+// What a cpu job allocates (float32): resident, ST (P x N), with
+// instruments their values V (P x K) and, for correlated issuers, one block
+// of shocks per thread while ST is built; per shard, an A block (R x w, R
+// = N or K) and an SC block (P x w).
 struct CpuJobBuffers {
-  Buffer st, shock_blocks;
+  Buffer st, values, shock_blocks;
   Buffer a_block, sc_block;
 };
 

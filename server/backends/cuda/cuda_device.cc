@@ -5,6 +5,7 @@
 #include "server/backends/cuda/cuda_job.h"
 #include "server/backends/cuda/cuda_shard_slot.h"
 #include "server/backends/cuda/kernels.h"
+#include "server/model/instruments.h"
 #include "server/model/interval_ranks.h"
 
 namespace pricer {
@@ -22,6 +23,7 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, cons
 CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t paths = spec.paths;
   const int64_t issuers = spec.market.issuers();
+  const int64_t rows = spec.position_rows();  // of A: N, or K instruments
   const int64_t w = shard_columns;
   const StatisticsSelection& selection = spec.output.statistics;
   const auto cublas = [&](absl::string_view workspace, absl::string_view state) {
@@ -30,7 +32,11 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
   };
   CudaJobBuffers b;
   b.st = BufferOf<float>("terminal prices ST", paths * issuers);
-  b.spot_f64 = BufferOf<double>("spot (float64)", issuers);
+  b.today_f64 = BufferOf<double>("values today X0 (float64)", rows);
+  if (!spec.instruments.empty()) {
+    b.book = CudaJobBuffers::Book{BufferOf<float>("instrument values V", paths * rows),
+                                  BufferOf<InstrumentTerms>("instrument terms", rows)};
+  }
   b.order_levels = BufferOf<cuda::OrderLevel>("order levels", selection.order_levels());
   b.spot = BufferOf<float>("spot", issuers);
   b.drift = BufferOf<float>("drift", issuers);
@@ -42,13 +48,13 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
         cublas("cuBLAS workspace (correlating ST)", "cuBLAS handle (correlating ST)")};
   }
   b.cublas = cublas("cuBLAS workspace", "cuBLAS handle");
-  b.a_block = BufferOf<float>("scenario block A", issuers * w);
+  b.a_block = BufferOf<float>("scenario block A", rows * w);
   b.sc_block = BufferOf<float>("result block SC", selection.from_covariance ? 0 : paths * w);
   if (selection.from_covariance) {
-    b.covariance = CudaJobBuffers::Covariance{
-        BufferOf<double>("ST covariance and means", issuers * issuers + issuers),
-        BufferOf<double>("scenario block A in float64", issuers * w),
-        BufferOf<double>("covariance block S A", issuers * w)};
+    b.covariance =
+        CudaJobBuffers::Covariance{BufferOf<double>("X covariance and means", rows * rows + rows),
+                                   BufferOf<double>("scenario block A in float64", rows * w),
+                                   BufferOf<double>("covariance block S A", rows * w)};
   }
   if (selection.any()) {
     b.statistics =
@@ -65,16 +71,17 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
   if (b.statistics) {
     b.statistics_host = BufferOf<double>("pinned statistics block", b.statistics->elements);
   }
-  if (!spec.scenarios.generated()) b.a_host = BufferOf<float>("pinned scenario block", issuers * w);
+  if (!spec.scenarios.generated()) b.a_host = BufferOf<float>("pinned scenario block", rows * w);
   if (spec.output.full) b.values_host = BufferOf<float>("pinned result block", paths * w);
   return b;
 }
 
 AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_columns) const {
   const CudaJobBuffers b = BuffersOf(spec, shard_columns);
-  AllocationTable table{{b.st, b.spot_f64, b.order_levels},
+  AllocationTable table{{b.st, b.today_f64, b.order_levels},
                         {b.cublas.workspace, b.cublas.state, b.a_block, b.sc_block}};
   if (b.sort) table.resident.push_back(b.sort->offsets);
+  if (b.book) table.resident.insert(table.resident.end(), {b.book->values, b.book->terms});
   table.resident.insert(table.resident.end(), {b.spot, b.drift, b.diffusion});
   if (const auto& c = b.correlation) {
     table.resident.insert(table.resident.end(),

@@ -76,9 +76,16 @@ struct CudaJobBuffers {
     Buffer workspace, state;
   };
 
-  // Resident: ST (P x N float32), the spot in float64 (for V0) and the
-  // order statistics' levels (one at least: the table's minimum).
-  Buffer st, spot_f64, order_levels;
+  // Resident: ST (P x N float32), X0 in float64 (spots or the instruments'
+  // values today, V0's weights: R of them) and the order statistics' levels
+  // (one at least: the table's minimum).
+  Buffer st, today_f64, order_levels;
+  // With instruments (resident): their values V (P x K float32), the GEMMs'
+  // left operand, and their terms (K InstrumentTerms).
+  struct Book {
+    Buffer values, terms;
+  };
+  std::optional<Book> book;
   // Resident while ST is built (counted as resident): the GBM constants of
   // each issuer, float32.
   Buffer spot, drift, diffusion;
@@ -90,7 +97,7 @@ struct CudaJobBuffers {
   };
   std::optional<Correlation> correlation;
 
-  // Per shard w wide: its cuBLAS handle, the A block (N x w) and the SC
+  // Per shard w wide: its cuBLAS handle, the A block (R x w) and the SC
   // block (P x w), float32.
   Cublas cublas;
   Buffer a_block, sc_block;
@@ -104,9 +111,9 @@ struct CudaJobBuffers {
     Buffer offsets, keys, keys_alternate, scratch;
   };
   std::optional<Sort> sort;
-  // The moments shortcut (StatisticsSelection::from_covariance): ST's
-  // covariance S and issuer means m (resident, float64, N x N then N), and
-  // per shard A and S A in float64 (N x w each). SC is then never formed
+  // The moments shortcut (StatisticsSelection::from_covariance): X's
+  // covariance S and column means m (resident, float64, R x R then R), and
+  // per shard A and S A in float64 (R x w each). SC is then never formed
   // (its block is one float).
   struct Covariance {
     Buffer moments, a_doubles, products;

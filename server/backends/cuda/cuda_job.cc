@@ -69,7 +69,8 @@ class CudaJob {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_.get());
   }
 
-  // Builds ST. A stopped job (StopStatus) ends between the steps: each
+  // Builds ST (from the shocks or the historical returns), then V with
+  // instruments. A stopped job (StopStatus) ends between the steps: each
   // step is one kernel or GEMM over at most the device's memory (by memory
   // bandwidth, tens of milliseconds on a current GPU; not measured), so a
   // cancel or a deadline waits about that long.
@@ -80,20 +81,22 @@ class CudaJob {
     cudaStream_t stream = stream_.get();
     // The float32 constants go when ST is built.
     DeviceArray<float> spot, drift, diffusion;
-    const GbmConstants gbm = GbmConstantsOf(spec_.market);
+    const GbmConstants gbm = TerminalConstantsOf(spec_);
     RETURN_IF_ERROR(Upload(name_, memory_, buffers_.spot, gbm.spot, stream, &spot));
     RETURN_IF_ERROR(Upload(name_, memory_, buffers_.drift, gbm.drift, stream, &drift));
     RETURN_IF_ERROR(Upload(name_, memory_, buffers_.diffusion, gbm.diffusion, stream, &diffusion));
     RETURN_IF_ERROR(UploadStatisticsConstants(stream));
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.st, name_, &st_));
     RETURN_IF_ERROR(StopStatus(spec_));
-    RETURN_IF_ERROR(DrawShocksIntoSt(stream));
+    RETURN_IF_ERROR(spec_.historical() ? UploadReturnsIntoSt(stream) : DrawShocksIntoSt(stream));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
     RETURN_IF_ERROR(StopStatus(spec_));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_, cuda::LaunchTerminalPrices(spec_.paths, spec_.market.issuers(), spot.data(),
                                           drift.data(), diffusion.data(), st_.data(), stream)));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
+    RETURN_IF_ERROR(StopStatus(spec_));
+    RETURN_IF_ERROR(BuildInstrumentValues(stream));
     if (!spec_.output.statistics.from_covariance) return absl::OkStatus();
     return UploadCovariance(stream);
   }
@@ -123,15 +126,41 @@ class CudaJob {
   }
 
  private:
-  // V0's spot, the order levels and the sort's segment offsets.
+  // V0's weights X0, the order levels and the sort's segment offsets.
   absl::Status UploadStatisticsConstants(cudaStream_t stream) {
     RETURN_IF_ERROR(
-        Upload(name_, memory_, buffers_.spot_f64, spec_.market.spot, stream, &spot_f64_));
+        Upload(name_, memory_, buffers_.today_f64, ValuesToday(spec_), stream, &today_f64_));
     RETURN_IF_ERROR(Upload(name_, memory_, buffers_.order_levels, levels_host_, stream, &levels_));
     if (!buffers_.sort) return absl::OkStatus();
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.sort->offsets, name_, &offsets_));
     return PRICER_CUDA_STATUS(name_,
                               cuda::LaunchSegmentOffsets(spec_.paths, offsets_.data(), stream));
+  }
+
+  // The historical returns R into ST (then ST = S0 exp(R) in place, with
+  // TerminalConstantsOf's drift 0 and diffusion 1).
+  absl::Status UploadReturnsIntoSt(cudaStream_t stream) {
+    const std::vector<float>& returns = *spec_.returns->shared_values();
+    // From pageable memory: staged before the call returns (see Upload).
+    return PRICER_CUDA_STATUS(
+        name_, cudaMemcpyAsync(st_.data(), returns.data(), returns.size() * sizeof(float),
+                               cudaMemcpyHostToDevice, stream));
+  }
+
+  // With instruments, V from ST (their terms go when this returns); X is V,
+  // else ST.
+  absl::Status BuildInstrumentValues(cudaStream_t stream) {
+    x_ = st_.data();
+    if (!buffers_.book) return absl::OkStatus();
+    DeviceArray<InstrumentTerms> terms;
+    RETURN_IF_ERROR(Upload(name_, memory_, buffers_.book->terms,
+                           TermsAtHorizon(spec_.market, spec_.instruments), stream, &terms));
+    RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.book->values, name_, &values_));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_, cuda::LaunchInstrumentValues(spec_.paths, spec_.position_rows(), terms.data(),
+                                            st_.data(), values_.data(), stream)));
+    x_ = values_.data();
+    return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
   }
 
   // The shocks of every path into ST, correlated through L when the job
@@ -163,18 +192,18 @@ class CudaJob {
     return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream));
   }
 
-  // The moments shortcut's S and m: on the host from this GPU's ST (float64,
+  // The moments shortcut's S and m: on the host from this GPU's X (float64,
   // the code the cpu backend runs; its host memory is the start's only and
   // not the GPU's budget), then on the GPU for the shards' DGEMMs.
   absl::Status UploadCovariance(cudaStream_t stream) {
-    std::vector<float> st(static_cast<size_t>(spec_.paths * spec_.market.issuers()));
-    RETURN_IF_ERROR(
-        PRICER_CUDA_STATUS(name_, cudaMemcpyAsync(st.data(), st_.data(), st.size() * sizeof(float),
-                                                  cudaMemcpyDeviceToHost, stream)));
+    std::vector<float> x(static_cast<size_t>(spec_.paths * spec_.position_rows()));
+    RETURN_IF_ERROR(PRICER_CUDA_STATUS(
+        name_,
+        cudaMemcpyAsync(x.data(), x_, x.size() * sizeof(float), cudaMemcpyDeviceToHost, stream)));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
     MemoryAccount host(std::numeric_limits<int64_t>::max());
     CovarianceMoments moments;
-    RETURN_IF_ERROR(CovarianceMoments::Of(spec_, st.data(), host, &moments));
+    RETURN_IF_ERROR(CovarianceMoments::Of(spec_, x.data(), host, &moments));
     const Buffer& buffer = buffers_.covariance->moments;
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffer, name_, &covariance_));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
@@ -203,13 +232,20 @@ class CudaJob {
 
   // The job's resident state as its shards read it.
   ResidentJob Resident() const {
-    return ResidentJob{spec_,           name_,
-                       ordinal_,        buffers_,
-                       pinned_,         shard_columns_,
-                       st_.data(),      spot_f64_.data(),
-                       levels_.data(),  static_cast<int64_t>(levels_host_.size()),
-                       offsets_.data(), covariance_.data(),
-                       span_,           error_z_};
+    return ResidentJob{spec_,
+                       name_,
+                       ordinal_,
+                       buffers_,
+                       pinned_,
+                       shard_columns_,
+                       x_,
+                       today_f64_.data(),
+                       levels_.data(),
+                       static_cast<int64_t>(levels_host_.size()),
+                       offsets_.data(),
+                       covariance_.data(),
+                       span_,
+                       error_z_};
   }
 
   const JobSpec& spec_;
@@ -229,7 +265,9 @@ class CudaJob {
   Stream stream_ ABSL_GUARDED_BY(stream_mu_);  // building ST, copying it out
   // Written by Start only, before any shard runs.
   DeviceArray<float> st_;
-  DeviceArray<double> spot_f64_;
+  DeviceArray<float> values_;  // V, with instruments
+  const float* x_ = nullptr;   // the GEMMs' left operand: V or ST
+  DeviceArray<double> today_f64_;
   DeviceArray<cuda::OrderLevel> levels_;
   DeviceArray<int> offsets_;
   DeviceArray<double> covariance_;  // the moments shortcut's S and m

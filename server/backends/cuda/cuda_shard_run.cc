@@ -101,21 +101,21 @@ class ShardRun {
   // by block on the upload stream, each GEMM waiting for its block only.
   absl::Status StageScenarios() {
     const ScenarioMatrix& scenarios = spec_.scenarios;
-    const int64_t issuers = spec_.market.issuers();
+    const int64_t positions = spec_.position_rows();
     if (scenarios.generated()) {
       return PRICER_CUDA_STATUS(
           name_, cuda::LaunchGenerateScenarios(scenarios.seed(), scenarios.value_min(),
-                                               scenarios.value_max(), issuers, layout_.first,
+                                               scenarios.value_max(), positions, layout_.first,
                                                layout_.width, slot_.a.data(), slot_.compute.get()));
     }
     float* a_host = slot_.a_host->as<float>();
     scenarios.CopyColumns(layout_.first, layout_.width, a_host);
     for (int64_t b = 0; b < layout_.blocks; ++b) {
-      const int64_t offset = layout_.BlockBegin(b) * issuers;
+      const int64_t offset = layout_.BlockBegin(b) * positions;
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
           name_,
           cudaMemcpyAsync(slot_.a.data() + offset, a_host + offset,
-                          static_cast<size_t>(layout_.BlockCount(b) * issuers) * sizeof(float),
+                          static_cast<size_t>(layout_.BlockCount(b) * positions) * sizeof(float),
                           cudaMemcpyHostToDevice, slot_.upload.get())));
       RETURN_IF_ERROR(
           PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.a_ready[b].get(), slot_.upload.get())));
@@ -128,7 +128,7 @@ class ShardRun {
   // kept columns of each block go to the host while the next ones run.
   absl::Status MultiplyBlocks() {
     const int paths = static_cast<int>(spec_.paths);
-    const int issuers = static_cast<int>(spec_.market.issuers());
+    const int positions = static_cast<int>(spec_.position_rows());
     cudaStream_t compute = slot_.compute.get();
     ASSIGN_OR_RETURN(cublasHandle_t cublas, slot_.cublas.Bind(job_.ordinal, name_, compute));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaEventRecord(slot_.start.get(), compute)));
@@ -146,9 +146,9 @@ class ShardRun {
       }
       RETURN_IF_ERROR(PRICER_CUBLAS_STATUS(
           name_, cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, paths,
-                              static_cast<int>(layout_.BlockCount(b)), issuers, &one, job_.st,
-                              CUDA_R_32F, paths, slot_.a.data() + first * issuers, CUDA_R_32F,
-                              issuers, &zero, slot_.sc.data() + first * paths, CUDA_R_32F, paths,
+                              static_cast<int>(layout_.BlockCount(b)), positions, &one, job_.x,
+                              CUDA_R_32F, paths, slot_.a.data() + first * positions, CUDA_R_32F,
+                              positions, &zero, slot_.sc.data() + first * paths, CUDA_R_32F, paths,
                               ComputeType(spec_.precision), CUBLAS_GEMM_DEFAULT)));
       if (spec_.output.full) RETURN_IF_ERROR(CopyKeptValues(b));
     }
@@ -158,7 +158,7 @@ class ShardRun {
   // The moments shortcut's GEMM of block `b`: its A in float64, then S A
   // (cuBLAS DGEMM, one fixed shape per block).
   absl::Status MultiplyCovariance(cublasHandle_t cublas, int64_t b) {
-    const int64_t n = spec_.market.issuers();
+    const int64_t n = spec_.position_rows();
     const int64_t first = layout_.BlockBegin(b), count = layout_.BlockCount(b);
     double* a = slot_.a_doubles.data() + first * n;
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
@@ -199,19 +199,19 @@ class ShardRun {
     cudaStream_t compute = slot_.compute.get();
     if (selection.any()) {
       const int64_t paths = spec_.paths;
-      const int64_t issuers = spec_.market.issuers();
+      const int64_t positions = spec_.position_rows();
       const int64_t stride = job_.shard_columns;
       double* statistics = slot_.statistics.data();
       const float* kept_sc = slot_.sc.data() + layout_.skip * paths;
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
-          name_, cuda::LaunchPortfolioValues(slot_.a.data() + layout_.skip * issuers, issuers,
-                                             layout_.kept, job_.spot_f64, statistics, compute)));
+          name_, cuda::LaunchPortfolioValues(slot_.a.data() + layout_.skip * positions, positions,
+                                             layout_.kept, job_.today, statistics, compute)));
       if (job_.covariance != nullptr) {
-        const int64_t skip = layout_.skip * issuers;
+        const int64_t skip = layout_.skip * positions;
         RETURN_IF_ERROR(PRICER_CUDA_STATUS(
             name_, cuda::LaunchCovarianceMoments(
                        slot_.a_doubles.data() + skip, slot_.products.data() + skip,
-                       job_.covariance + issuers * issuers, issuers, layout_.kept, paths,
+                       job_.covariance + positions * positions, positions, layout_.kept, paths,
                        statistics, stride, compute)));
       } else if (selection.moments()) {
         RETURN_IF_ERROR(

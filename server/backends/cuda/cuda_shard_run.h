@@ -24,12 +24,12 @@ struct ResidentJob {
   const CudaJobBuffers& buffers;  // its table's entries
   PinnedPool& pinned;             // the GPU's pinned blocks
   int64_t shard_columns;          // the widest shard: the stride of the statistics block
-  const float* st;                // P x N
-  const double* spot_f64;         // N
+  const float* x;                 // P x R: ST (R = N), or V with instruments (R = K)
+  const double* today;            // R: X0, V0's weights (ValuesToday)
   const cuda::OrderLevel* levels;
   int64_t level_count;
   const int* sort_offsets;   // kSortColumns + 1, when the levels are sorted
-  const double* covariance;  // S (N x N) then m (N): the moments shortcut's, else null
+  const double* covariance;  // S (R x R) then m (R): the moments shortcut's, else null
   RankSpan span;             // the ranks a window holds (WindowSpan), when there are levels
   double error_z;            // with errors: the normal quantile of their confidence
 };

@@ -42,6 +42,14 @@ __global__ void TerminalPricesKernel(int64_t paths, int64_t issuers, const float
   x[t] = TerminalPrice(spot[i], drift[i], diffusion[i], x[t]);
 }
 
+__global__ void InstrumentValuesKernel(int64_t paths, int64_t count, const InstrumentTerms* terms,
+                                       const float* st, float* v) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= paths * count) return;
+  const InstrumentTerms& terms_k = terms[t / paths];
+  v[t] = static_cast<float>(InstrumentValue(terms_k, st[terms_k.issuer * paths + t % paths]));
+}
+
 // One thread per four entries of a column (one Philox call), as UniformRow.
 __global__ void GenerateScenariosKernel(uint64_t seed, float low, float high, int64_t rows,
                                         int64_t first, int64_t count, float* a) {
@@ -202,6 +210,13 @@ cudaError_t LaunchTerminalPrices(int64_t paths, int64_t issuers, const float* sp
   return cudaGetLastError();
 }
 
+cudaError_t LaunchInstrumentValues(int64_t paths, int64_t count, const InstrumentTerms* terms,
+                                   const float* st, float* v, cudaStream_t stream) {
+  InstrumentValuesKernel<<<Blocks(paths * count), kThreads, 0, stream>>>(paths, count, terms, st,
+                                                                         v);
+  return cudaGetLastError();
+}
+
 cudaError_t LaunchGenerateScenarios(uint64_t seed, float low, float high, int64_t rows,
                                     int64_t first, int64_t count, float* a, cudaStream_t stream) {
   const int64_t threads = count * ((rows + 3) / 4);
@@ -217,8 +232,7 @@ cudaError_t LaunchPortfolioValues(const float* a, int64_t rows, int64_t columns,
   return cudaGetLastError();
 }
 
-cudaError_t LaunchToDoubles(const float* a, int64_t count, double* a_doubles,
-                            cudaStream_t stream) {
+cudaError_t LaunchToDoubles(const float* a, int64_t count, double* a_doubles, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   ToDoublesKernel<<<static_cast<unsigned>((count + kThreads - 1) / kThreads), kThreads, 0,
                     stream>>>(a, count, a_doubles);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "server/model/instruments.h"
 #include "server/model/order_window.h"
 
 namespace pricer::cuda {
@@ -21,6 +22,12 @@ cudaError_t LaunchShocks(uint64_t seed, bool antithetic, int64_t paths, int64_t 
 cudaError_t LaunchTerminalPrices(int64_t paths, int64_t issuers, const float* spot,
                                  const float* drift, const float* diffusion, float* x,
                                  cudaStream_t stream);
+
+// V (P x K): v[p, k] = InstrumentValue(terms[k], st[p, terms[k].issuer])
+// in float64, rounded to float32 (server/model/instruments.h, as
+// InstrumentValuesAtHorizon on the cpu backend).
+cudaError_t LaunchInstrumentValues(int64_t paths, int64_t count, const InstrumentTerms* terms,
+                                   const float* st, float* v, cudaStream_t stream);
 
 // Columns [first, first + count) of a generated A, as the cpu backend draws
 // them (ScenarioMatrix::CopyColumns): a[i, j] = UniformAt(seed, kScenarios,

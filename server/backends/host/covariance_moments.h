@@ -32,7 +32,8 @@ class CovarianceMoments {
   };
   static Buffers BuffersOf(int64_t issuers);
 
-  // m and S of ST (P x N float32, column-major: spec's paths and issuers),
+  // m and S of X (P x R float32, column-major: spec's paths and
+  // position_rows; ST, or the instruments' values V),
   // in a fixed order (blocks of paths, one thread), so the same ST gives the
   // same bits; counted in `memory`. Polls StopStatus(spec) between blocks.
   static absl::Status Of(const JobSpec& spec, const float* st, MemoryAccount& memory,
@@ -51,8 +52,9 @@ class CovarianceMoments {
   const double* values() const { return values_.data(); }
 
  private:
-  int64_t paths_ = 0, issuers_ = 0;
-  AccountedArray<double> values_;  // S (N x N, both triangles), then m (N)
+  int64_t paths_ = 0, issuers_ = 0;  // issuers_: X's columns (N, or K instruments)
+  std::vector<double> today_;        // X0 (ValuesToday), V0's weights
+  AccountedArray<double> values_;    // S (N x N, both triangles), then m (N)
 };
 
 }  // namespace pricer

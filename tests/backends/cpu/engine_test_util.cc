@@ -225,17 +225,17 @@ JobResult RunJob(Engine& engine, JobSpec spec) {
   return Collect(**job);
 }
 
-double ReferenceV0(const JobSpec& spec, int64_t j) {
-  std::vector<float> positions(static_cast<size_t>(spec.market.issuers()));
+double ReferenceV0(const JobSpec& spec, int64_t j, const std::vector<double>& today) {
+  const std::vector<double>& x0 = today.empty() ? spec.market.spot : today;
+  std::vector<float> positions(static_cast<size_t>(spec.scenarios.rows()));
   spec.scenarios.CopyColumns(j, 1, positions.data());
   double v0 = 0;
-  for (size_t i = 0; i < positions.size(); ++i) {
-    v0 += static_cast<double>(positions[i]) * spec.market.spot[i];
-  }
+  for (size_t i = 0; i < positions.size(); ++i) v0 += static_cast<double>(positions[i]) * x0[i];
   return v0;
 }
 
-void ExpectStatisticsOfFullResult(const JobResult& result, const JobSpec& spec) {
+void ExpectStatisticsOfFullResult(const JobResult& result, const JobSpec& spec,
+                                  const std::vector<double>& today) {
   const StatisticsSelection& selection = spec.output.statistics;
   ASSERT_FALSE(result.sc.empty());
   ASSERT_TRUE(selection.any());
@@ -247,7 +247,8 @@ void ExpectStatisticsOfFullResult(const JobResult& result, const JobSpec& spec) 
     if (selection.mean && selection.stddev && selection.min && selection.max) {
       ExpectMomentsMatch(result.statistics, k, values, 1e-12);
     }
-    ExpectRiskMatches(result.statistics, k, selection, values, ReferenceV0(spec, j), discount);
+    ExpectRiskMatches(result.statistics, k, selection, values, ReferenceV0(spec, j, today),
+                      discount);
   }
 }
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/model/job_spec.h"
 #include "server/model/statistics.h"
 #include "server/scheduler/engine.h"
-#include "server/model/job_spec.h"
 
 namespace pricer {
 
@@ -63,14 +63,17 @@ JobResult Collect(Job& job, std::chrono::seconds timeout = std::chrono::seconds(
 // Submits `spec` (expecting it to be admitted) and collects its result.
 JobResult RunJob(Engine& engine, JobSpec spec);
 
-// V0[j] = sum_i A[i, j] S0[i] in float64 over the job's float32 positions,
-// summed in issuer order as the backends do.
-double ReferenceV0(const JobSpec& spec, int64_t j);
+// V0[j] = sum_i A[i, j] X0[i] in float64 over the job's float32 positions,
+// summed in row order as the backends do; X0 is `today` (the test's own
+// values today of A's rows) or, when empty, the spots S0.
+double ReferenceV0(const JobSpec& spec, int64_t j, const std::vector<double>& today = {});
 
 // Every selected statistic of `result` against its recomputation from the
 // full SC of the same job (full output and statistics requested together):
 // V0, min, max, quantiles and VaR exactly, mean, stddev and ES to ~1e-12
 // relative (tests/model/statistics_reference.h).
-void ExpectStatisticsOfFullResult(const JobResult& result, const JobSpec& spec);
+// `today`: as for ReferenceV0.
+void ExpectStatisticsOfFullResult(const JobResult& result, const JobSpec& spec,
+                                  const std::vector<double>& today = {});
 
 }  // namespace pricer

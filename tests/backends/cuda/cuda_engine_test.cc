@@ -32,41 +32,6 @@ std::shared_ptr<const std::vector<float>> InlineValues(int64_t rows, int64_t col
   return values;
 }
 
-// max_k |a_k - b_k| / max_k |b_k| over a column.
-double ColumnError(const std::vector<float>& a, const std::vector<float>& b) {
-  double difference = 0, scale = 0;
-  for (size_t k = 0; k < b.size(); ++k) {
-    difference = std::max(difference, std::abs(static_cast<double>(a[k]) - b[k]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[k])));
-  }
-  return difference / scale;
-}
-
-// Each statistic of `gpu` against `cpu`: within `relative` of the value, or
-// for VaR and ES (differences of V0 and a discounted statistic) of V0.
-void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& cpu,
-                          double relative) {
-  ASSERT_EQ(gpu.columns(), cpu.columns());
-  for (int64_t j = 0; j < cpu.columns(); ++j) {
-    const double v0 = std::abs(cpu.v0[j]);
-    EXPECT_NEAR(gpu.v0[j], cpu.v0[j], 1e-12 * v0) << "v0 of column " << j;
-    auto near = [&](const std::vector<double>& g, const std::vector<double>& c, double scale,
-                    const char* what) {
-      if (c.empty()) return;
-      EXPECT_NEAR(g[j], c[j], relative * scale) << what << " of column " << j;
-    };
-    near(gpu.mean, cpu.mean, std::abs(cpu.mean[j]), "mean");
-    near(gpu.stddev, cpu.stddev, std::abs(cpu.mean[j]), "stddev");
-    near(gpu.min, cpu.min, std::abs(cpu.mean[j]), "min");
-    near(gpu.max, cpu.max, std::abs(cpu.mean[j]), "max");
-    for (size_t l = 0; l < cpu.quantiles.size(); ++l) {
-      near(gpu.quantiles[l], cpu.quantiles[l], std::abs(cpu.mean[j]), "quantile");
-    }
-    for (size_t l = 0; l < cpu.var.size(); ++l) near(gpu.var[l], cpu.var[l], v0, "VaR");
-    for (size_t l = 0; l < cpu.es.size(); ++l) near(gpu.es[l], cpu.es[l], v0, "ES");
-  }
-}
-
 // The errors of `gpu` against `cpu` (the GPU's kernels and the cpu's
 // ColumnErrors, from values that differ by the GEMM's rounding): standard
 // errors within 1e-3, interval bounds within 1e-2 of the column's mean or V0
@@ -216,6 +181,34 @@ TEST(CudaEngineTest, GeneratedScenarioResultsAndStatisticsMatchTheCpuBackend) {
   ExpectResultsNear(spec, 1e-5);
 }
 
+// A book of calls (some expiring at the horizon, with their own
+// volatility), puts and a forward, on GBM paths and on historical returns:
+// V built by the GPU's kernel, then the same GEMMs and statistics.
+TEST(CudaEngineTest, BooksAndHistoricalScenariosMatchTheCpuBackend) {
+  REQUIRE_GPU();
+  constexpr int64_t kIssuers = 40, kPaths = 4000;
+  const Market market = SpreadMarket(kIssuers);
+  std::vector<Instrument> book;
+  for (int64_t i = 0; i < kIssuers; ++i) {
+    const double spot = market.spot[static_cast<size_t>(i)];
+    book.push_back({i, InstrumentType::kCall, spot, 1.5, std::nullopt});
+    book.push_back({i, InstrumentType::kPut, 0.9 * spot, 1.0, 0.3});
+  }
+  book.push_back({3, InstrumentType::kForward, 50, 2.0, std::nullopt});
+  const auto rows = static_cast<int64_t>(book.size());
+  JobSpec spec = MakeSpec(market, kPaths, 21, ScenarioMatrix::Generated(rows, 1100, 5, -1.0f, 1.0f),
+                          Output(/*full=*/true, /*statistics=*/true, false));
+  spec.output.statistics = RiskSelection();
+  spec.instruments = book;
+  ExpectResultsNear(spec, 1e-5);
+  auto returns = std::make_shared<std::vector<float>>(static_cast<size_t>(kPaths * kIssuers));
+  for (size_t k = 0; k < returns->size(); ++k) {
+    (*returns)[k] = static_cast<float>((k * 7919) % 2001) / 5000.0f - 0.2f;  // [-0.2, 0.2]
+  }
+  spec.returns = ScenarioMatrix::Inline(kPaths, kIssuers, std::move(returns));
+  ExpectResultsNear(spec, 1e-5);
+}
+
 // The errors on the GPU (SC never leaves it): the risk selection's levels
 // by sorting at P = 4,000, the tail's by the window at the example's P =
 // 10,000; with antithetic pairs too.
@@ -321,7 +314,7 @@ TEST(CudaEngineTest, AJobAllocatesTheBuffersOfItsTableAndNoOthers) {
     ASSERT_EQ(buffers.correlation.has_value(), correlated);
     ASSERT_TRUE(buffers.statistics.has_value() && buffers.sort.has_value());
     // What stays once ST is built; the other resident entries go with it.
-    const int64_t held = buffers.st.bytes() + buffers.spot_f64.bytes() +
+    const int64_t held = buffers.st.bytes() + buffers.today_f64.bytes() +
                          buffers.order_levels.bytes() + buffers.sort->offsets.bytes();
 
     absl::StatusOr<std::unique_ptr<DeviceJob>> job = device.StartJob(spec, width);

@@ -53,7 +53,7 @@ TEST(CudaDeviceSizingTest, TheTableNamesEveryBufferOfAJob) {
   // The sort's offsets only when the levels are sorted (not by the window).
   auto held = [&](int64_t levels, bool sorted) {
     std::vector<Entry> entries{{"terminal prices ST", p * n, 4},
-                               {"spot (float64)", n, 8},
+                               {"values today X0 (float64)", n, 8},
                                {"order levels", levels, level_bytes}};
     if (sorted) entries.emplace_back("sort offsets", 257, 4);
     return entries;
@@ -121,7 +121,7 @@ TEST(CudaDeviceSizingTest, AJobTheWindowServesHoldsNoSortBuffers) {
   const AllocationTable table = device.Allocations(spec, w);
   EXPECT_THAT(Entries(table.resident),
               ElementsAreArray(std::vector<Entry>{{"terminal prices ST", 10'000 * n, 4},
-                                                  {"spot (float64)", n, 8},
+                                                  {"values today X0 (float64)", n, 8},
                                                   {"order levels", 2, sizeof(cuda::OrderLevel)},
                                                   {"spot", n, 4},
                                                   {"drift", n, 4},

@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "server/backends/cpu/cpu_device.h"
@@ -134,6 +136,41 @@ JobSpec SeedExampleSpec(int64_t columns) {
                ScenarioMatrix::Generated(issuers, columns, 2, 0.0f, 1.0f), OutputSelection{});
   spec.output.statistics = RiskSelection();
   return spec;
+}
+
+// max_k |a_k - b_k| / max_k |b_k| over a column.
+double ColumnError(const std::vector<float>& a, const std::vector<float>& b) {
+  double difference = 0, scale = 0;
+  for (size_t k = 0; k < b.size(); ++k) {
+    difference = std::max(difference, std::abs(static_cast<double>(a[k]) - b[k]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[k])));
+  }
+  return difference / scale;
+}
+
+// Each statistic of `gpu` against `cpu`: within `relative` of the value, or
+// for VaR and ES (differences of V0 and a discounted statistic) of V0.
+void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& cpu,
+                          double relative) {
+  ASSERT_EQ(gpu.columns(), cpu.columns());
+  for (int64_t j = 0; j < cpu.columns(); ++j) {
+    const double v0 = std::abs(cpu.v0[j]);
+    EXPECT_NEAR(gpu.v0[j], cpu.v0[j], 1e-12 * v0) << "v0 of column " << j;
+    auto near = [&](const std::vector<double>& g, const std::vector<double>& c, double scale,
+                    const char* what) {
+      if (c.empty()) return;
+      EXPECT_NEAR(g[j], c[j], relative * scale) << what << " of column " << j;
+    };
+    near(gpu.mean, cpu.mean, std::abs(cpu.mean[j]), "mean");
+    near(gpu.stddev, cpu.stddev, std::abs(cpu.mean[j]), "stddev");
+    near(gpu.min, cpu.min, std::abs(cpu.mean[j]), "min");
+    near(gpu.max, cpu.max, std::abs(cpu.mean[j]), "max");
+    for (size_t l = 0; l < cpu.quantiles.size(); ++l) {
+      near(gpu.quantiles[l], cpu.quantiles[l], std::abs(cpu.mean[j]), "quantile");
+    }
+    for (size_t l = 0; l < cpu.var.size(); ++l) near(gpu.var[l], cpu.var[l], v0, "VaR");
+    for (size_t l = 0; l < cpu.es.size(); ++l) near(gpu.es[l], cpu.es[l], v0, "ES");
+  }
 }
 
 }  // namespace pricer

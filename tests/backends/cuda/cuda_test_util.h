@@ -94,4 +94,12 @@ StatisticsSelection RiskSelection();
 // generated scenario columns and RiskSelection().
 JobSpec SeedExampleSpec(int64_t columns);
 
+// max_k |a_k - b_k| / max_k |b_k| over a column.
+double ColumnError(const std::vector<float>& a, const std::vector<float>& b);
+
+// Each statistic of `gpu` against `cpu`: within `relative` of the value, or
+// for VaR and ES (differences of V0 and a discounted statistic) of V0.
+void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& cpu,
+                          double relative);
+
 }  // namespace pricer

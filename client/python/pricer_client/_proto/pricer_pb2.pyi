@@ -1,5 +1,6 @@
 from pricer_client._proto import devices_pb2 as _devices_pb2
 from pricer_client._proto import statistics_pb2 as _statistics_pb2
+from pricer_client._proto import book_pb2 as _book_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -14,6 +15,7 @@ from pricer_client._proto.statistics_pb2 import LevelValues
 from pricer_client._proto.statistics_pb2 import ColumnStatistics
 from pricer_client._proto.statistics_pb2 import PrecisionTarget
 from pricer_client._proto.statistics_pb2 import RoundStarted
+from pricer_client._proto.book_pb2 import Instrument
 DESCRIPTOR: _descriptor.FileDescriptor
 PRECISION_BF16: Precision
 PRECISION_FP32: Precision
@@ -67,21 +69,31 @@ class GeneratedScenarios(_message.Message):
     value_min: float
     def __init__(self, columns: _Optional[int] = ..., seed: _Optional[int] = ..., value_min: _Optional[float] = ..., value_max: _Optional[float] = ...) -> None: ...
 
+class HistoricalReturns(_message.Message):
+    __slots__ = ["matrix", "scenario_set"]
+    MATRIX_FIELD_NUMBER: _ClassVar[int]
+    SCENARIO_SET_FIELD_NUMBER: _ClassVar[int]
+    matrix: Matrix
+    scenario_set: str
+    def __init__(self, matrix: _Optional[_Union[Matrix, _Mapping]] = ..., scenario_set: _Optional[str] = ...) -> None: ...
+
 class JobAccepted(_message.Message):
-    __slots__ = ["column_begin", "column_end", "issuers", "job_id", "paths", "plan"]
+    __slots__ = ["column_begin", "column_end", "instruments", "issuers", "job_id", "paths", "plan"]
     COLUMN_BEGIN_FIELD_NUMBER: _ClassVar[int]
     COLUMN_END_FIELD_NUMBER: _ClassVar[int]
+    INSTRUMENTS_FIELD_NUMBER: _ClassVar[int]
     ISSUERS_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PATHS_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     column_begin: int
     column_end: int
+    instruments: int
     issuers: int
     job_id: str
     paths: int
     plan: Plan
-    def __init__(self, job_id: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., issuers: _Optional[int] = ..., paths: _Optional[int] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., plan: _Optional[_Union[Plan, _Mapping]] = ..., issuers: _Optional[int] = ..., paths: _Optional[int] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., instruments: _Optional[int] = ...) -> None: ...
 
 class JobFinished(_message.Message):
     __slots__ = ["bytes", "elapsed_seconds", "flops", "gemm_seconds", "statistics_seconds"]
@@ -158,10 +170,11 @@ class PriceReply(_message.Message):
     def __init__(self, accepted: _Optional[_Union[JobAccepted, _Mapping]] = ..., chunk: _Optional[_Union[ResultChunk, _Mapping]] = ..., prices: _Optional[_Union[TerminalPricesChunk, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ..., round: _Optional[_Union[_statistics_pb2.RoundStarted, _Mapping]] = ...) -> None: ...
 
 class PriceRequest(_message.Message):
-    __slots__ = ["antithetic", "column_begin", "column_end", "market", "maturity", "output", "paths", "precision", "priority", "rate", "scenarios", "seed", "target"]
+    __slots__ = ["antithetic", "column_begin", "column_end", "instruments", "market", "maturity", "output", "paths", "precision", "priority", "rate", "returns", "scenarios", "seed", "target"]
     ANTITHETIC_FIELD_NUMBER: _ClassVar[int]
     COLUMN_BEGIN_FIELD_NUMBER: _ClassVar[int]
     COLUMN_END_FIELD_NUMBER: _ClassVar[int]
+    INSTRUMENTS_FIELD_NUMBER: _ClassVar[int]
     MARKET_FIELD_NUMBER: _ClassVar[int]
     MATURITY_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
@@ -169,12 +182,14 @@ class PriceRequest(_message.Message):
     PRECISION_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
+    RETURNS_FIELD_NUMBER: _ClassVar[int]
     SCENARIOS_FIELD_NUMBER: _ClassVar[int]
     SEED_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     antithetic: bool
     column_begin: int
     column_end: int
+    instruments: _containers.RepeatedCompositeFieldContainer[_book_pb2.Instrument]
     market: Market
     maturity: float
     output: OutputOptions
@@ -182,10 +197,11 @@ class PriceRequest(_message.Message):
     precision: Precision
     priority: int
     rate: float
+    returns: HistoricalReturns
     scenarios: Scenarios
     seed: int
     target: _statistics_pb2.PrecisionTarget
-    def __init__(self, market: _Optional[_Union[Market, _Mapping]] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ..., paths: _Optional[int] = ..., seed: _Optional[int] = ..., scenarios: _Optional[_Union[Scenarios, _Mapping]] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., output: _Optional[_Union[OutputOptions, _Mapping]] = ..., priority: _Optional[int] = ..., antithetic: bool = ..., precision: _Optional[_Union[Precision, str]] = ..., target: _Optional[_Union[_statistics_pb2.PrecisionTarget, _Mapping]] = ...) -> None: ...
+    def __init__(self, market: _Optional[_Union[Market, _Mapping]] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ..., paths: _Optional[int] = ..., seed: _Optional[int] = ..., scenarios: _Optional[_Union[Scenarios, _Mapping]] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., output: _Optional[_Union[OutputOptions, _Mapping]] = ..., priority: _Optional[int] = ..., antithetic: bool = ..., precision: _Optional[_Union[Precision, str]] = ..., target: _Optional[_Union[_statistics_pb2.PrecisionTarget, _Mapping]] = ..., instruments: _Optional[_Iterable[_Union[_book_pb2.Instrument, _Mapping]]] = ..., returns: _Optional[_Union[HistoricalReturns, _Mapping]] = ...) -> None: ...
 
 class ResultChunk(_message.Message):
     __slots__ = ["column_begin", "column_end", "rows", "statistics", "values"]

@@ -1,0 +1,52 @@
+// A cpu job's resident paths: ST (P x N) from the counter-based shocks
+// (correlated through L when the job has a correlation matrix) or from the
+// historical returns, and with a book the instruments' values V (P x K).
+// X, the shard GEMMs' left operand, is V with instruments, else ST.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/backends/cpu/cpu_device.h"
+#include "server/model/job_spec.h"
+#include "server/scheduler/memory_account.h"
+
+namespace pricer {
+
+// Paths per block of the correlated shocks' GEMM (and per thread's block of
+// shocks, CpuJobBuffers::shock_blocks).
+inline constexpr int64_t kPathBlock = 256;
+
+class StopPoll;
+
+class CpuPaths {
+ public:
+  // Builds ST, then V, on teams of `device`, allocating from `buffers` in
+  // `memory`. A stopped job or a passed deadline ends it within one block
+  // of paths, one issuer or one instrument.
+  absl::Status Build(const JobSpec& spec, CpuDevice& device, const CpuJobBuffers& buffers,
+                     MemoryAccount& memory);
+
+  const float* st() const { return st_.data(); }
+  const float* x() const { return x_; }
+  // X0 (ValuesToday): V0's weights.
+  const std::vector<double>& today() const { return today_; }
+
+ private:
+  // Shocks of paths [first, first + rows) into a column-major block.
+  void Shocks(const JobSpec& spec, int64_t first, int64_t rows, float* out, int64_t ld) const;
+  void DrawShocks(const JobSpec& spec, int team, StopPoll& stop);
+  absl::Status CorrelatedShocks(const JobSpec& spec, const CpuJobBuffers& buffers,
+                                MemoryAccount& memory, int team, StopPoll& stop);
+  void ShocksToPrices(const JobSpec& spec, int team, StopPoll& stop);
+  absl::Status InstrumentValues(const JobSpec& spec, CpuDevice& device,
+                                const CpuJobBuffers& buffers, MemoryAccount& memory);
+
+  AccountedArray<float> st_;
+  AccountedArray<float> values_;  // V, of a job with instruments
+  const float* x_ = nullptr;
+  std::vector<double> today_;
+};
+
+}  // namespace pricer

@@ -1,0 +1,83 @@
+// A book of instruments on the issuers (docs/risk.md, "Books"): stocks,
+// forwards, European calls and puts, each revalued on every path at the
+// horizon. Their values at the horizon form V (P x K), which takes ST's
+// place in the shard GEMMs (SC = V A, A with one row per instrument); their
+// values today form V0's weights. Shared by the cpu and cuda backends.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "server/model/host_device.h"
+
+namespace pricer {
+
+struct Market;
+
+enum class InstrumentType : int32_t { kStock = 0, kForward = 1, kCall = 2, kPut = 3 };
+
+struct Instrument {
+  int64_t issuer = 0;  // index into the market
+  InstrumentType type = InstrumentType::kStock;
+  double strike = 0;  // > 0; unused for a stock
+  double expiry = 0;  // years from today, >= the horizon; unused for a stock
+  // Of its revaluation; the issuer's when unset.
+  std::optional<double> volatility;
+};
+
+// What revaluing one instrument takes, in float64: the time left `tau`
+// (expiry - the valuation time), the rate and the volatility.
+struct InstrumentTerms {
+  int64_t issuer = 0;
+  InstrumentType type = InstrumentType::kStock;
+  double strike = 0;
+  double tau = 0;
+  double rate = 0;
+  double volatility = 0;
+};
+
+// Phi(x), the standard normal distribution function (0.7071... = 1 / sqrt(2)).
+PRICER_HOST_DEVICE inline double StandardNormalCdf(double x) {
+  return 0.5 * erfc(-x * 0.70710678118654752440);
+}
+
+// The instrument's value at spot `s`: a stock s; a forward s - K e^{-r tau};
+// a call or put by Black-Scholes, which at tau = 0 (or volatility 0) is the
+// payoff against the discounted strike. Put-call parity holds to rounding:
+// call - put = forward.
+PRICER_HOST_DEVICE inline double InstrumentValue(const InstrumentTerms& t, double s) {
+  if (t.type == InstrumentType::kStock) return s;
+  const double strike = t.strike * exp(-t.rate * t.tau);  // K e^{-r tau}
+  if (t.type == InstrumentType::kForward) return s - strike;
+  const double width = t.volatility * sqrt(t.tau);  // sigma sqrt(tau)
+  const bool call = t.type == InstrumentType::kCall;
+  if (!(width > 0)) return call ? fmax(s - strike, 0.0) : fmax(strike - s, 0.0);
+  const double d1 = (log(s / strike) + 0.5 * width * width) / width;
+  const double d2 = d1 - width;
+  return call ? s * StandardNormalCdf(d1) - strike * StandardNormalCdf(d2)
+              : strike * StandardNormalCdf(-d2) - s * StandardNormalCdf(-d1);
+}
+
+// The terms of each instrument at the horizon (tau = expiry - maturity) or
+// today (tau = expiry), with the market's rate and the issuers' volatilities
+// where an instrument has none of its own.
+std::vector<InstrumentTerms> TermsAtHorizon(const Market& market,
+                                            const std::vector<Instrument>& instruments);
+std::vector<InstrumentTerms> TermsToday(const Market& market,
+                                        const std::vector<Instrument>& instruments);
+
+// The instruments' values today (their spots' values at time 0), float64.
+std::vector<double> InstrumentValuesToday(const Market& market,
+                                          const std::vector<Instrument>& instruments);
+
+// Columns [first, last) of V (P x K, column-major): V[p, k] =
+// InstrumentValue(terms[k], ST[p, issuer_k]) rounded to float32, from ST
+// (P x N, column-major).
+void InstrumentValuesAtHorizon(const std::vector<InstrumentTerms>& terms, const float* st,
+                               int64_t paths, int64_t first, int64_t last, float* v);
+
+const char* InstrumentTypeName(InstrumentType type);
+
+}  // namespace pricer
