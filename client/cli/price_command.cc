@@ -136,6 +136,19 @@ void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list,
                "stddev only (the default then), no --errors or --full-out");
 }
 
+// The book and the historical scenarios.
+void AddBookFlags(CLI::App& app, PriceOptions& options) {
+  app.add_option("--instruments-file", options.instruments_file,
+                 "CSV of a book: header naming issuer (a market label or an index), type "
+                 "(stock, forward, call, put), strike, expiry (years) and optionally "
+                 "volatility; A then has one row per instrument");
+  app.add_option("--returns-file", options.returns_file,
+                 ".npy P x N historical log-returns (float32 or float64), sent inline: ST = "
+                 "S0 exp(R) in place of GBM paths");
+  app.add_option("--returns-set", options.returns_set,
+                 "id of a P x N set of historical log-returns stored with `pricer upload`");
+}
+
 }  // namespace
 
 PriceCommand::PriceCommand(CLI::App& app)
@@ -154,7 +167,8 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--maturity", options_.maturity, "horizon in years (default 1)");
   price->add_option("--scenarios", options_.scenarios, "generated scenario columns M, U(0,1)");
   price->add_option("--scenarios-file", options_.scenarios_file,
-                    ".npy N x M scenario matrix (float32 or float64), sent inline");
+                    ".npy R x M scenario matrix (float32 or float64; R = N, or the "
+                    "instruments), sent inline");
   price->add_option("--scenario-set", options_.scenario_set,
                     "id of a scenario set stored with `pricer upload`");
   price->add_option("--column-begin", options_.column_begin, "first scenario column to price");
@@ -164,6 +178,7 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--correlation-file", options_.correlation_file,
                     "CSV of the N x N correlation of the issuers' shocks; with labels (a header "
                     "row, a first column), in the order of the market file's issuers");
+  AddBookFlags(*price, options_);
   price->add_flag("--antithetic", options_.antithetic,
                   "antithetic paths: path 2k+1 takes the negated shocks of path 2k");
   price->add_option("--precision", options_.precision,

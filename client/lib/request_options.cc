@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/lib/instruments_csv.h"
 #include "client/lib/market_csv.h"
 #include "client/lib/npy.h"
 #include "common/status_macros.h"
@@ -54,6 +55,9 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   // What no preset sets.
   o.correlation_file = flags.correlation_file;
   o.antithetic = flags.antithetic;
+  o.instruments_file = flags.instruments_file;
+  o.returns_file = flags.returns_file;
+  o.returns_set = flags.returns_set;
   o.precision = flags.precision;
   o.priority = flags.priority;
   o.full = flags.full;
@@ -70,11 +74,16 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
       !flags.scenarios.has_value()) {
     o.scenarios.reset();
   }
+  // Historical returns give the paths.
+  if ((flags.returns_file.has_value() || flags.returns_set.has_value()) &&
+      !flags.paths.has_value()) {
+    o.paths.reset();
+  }
   return o;
 }
 
-// The market: a CSV file, or issuers drawn as in the original example; and
-// the correlation of their shocks.
+// The market: a CSV file, or issuers drawn as in the original example; the
+// correlation of their shocks; and a book on the issuers.
 absl::Status SetMarket(const PriceOptions& o, v1::PriceRequest& request) {
   if (o.market_file.has_value() && o.issuers.has_value()) {
     return absl::InvalidArgumentError("give either --market-file or --issuers, not both");
@@ -102,6 +111,27 @@ absl::Status SetMarket(const PriceOptions& o, v1::PriceRequest& request) {
                                               o.market_file.value_or("")));
     request.mutable_market()->mutable_correlation()->Assign(correlation.begin(), correlation.end());
   }
+  if (o.instruments_file.has_value()) {
+    ASSIGN_OR_RETURN(
+        std::vector<v1::Instrument> book,
+        ReadInstrumentsCsv(*o.instruments_file, file.issuers, o.market_file.value_or("")));
+    for (v1::Instrument& instrument : book) *request.add_instruments() = std::move(instrument);
+  }
+  return absl::OkStatus();
+}
+
+// Historical returns: a .npy file sent inline or a stored set.
+absl::Status SetReturns(const PriceOptions& o, v1::PriceRequest& request) {
+  if (o.returns_file.has_value() && o.returns_set.has_value()) {
+    return absl::InvalidArgumentError("give either --returns-file or --returns-set, not both");
+  }
+  if (o.returns_set.has_value()) request.mutable_returns()->set_scenario_set(*o.returns_set);
+  if (!o.returns_file.has_value()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const NpyMatrix r, ReadNpyMatrix(*o.returns_file));
+  v1::Matrix* matrix = request.mutable_returns()->mutable_matrix();
+  matrix->set_rows(r.rows);
+  matrix->set_columns(r.columns);
+  matrix->set_values(reinterpret_cast<const char*>(r.values.data()), r.values.size() * 4);
   return absl::OkStatus();
 }
 
@@ -121,10 +151,11 @@ absl::Status SetModel(const PriceOptions& o, v1::PriceRequest& request) {
     }
     request.set_precision(precision);
   }
-  if (!o.paths.has_value()) {
+  const bool historical = o.returns_file.has_value() || o.returns_set.has_value();
+  if (!o.paths.has_value() && !historical) {
     return absl::InvalidArgumentError("no path count: give --paths or --preset seed");
   }
-  request.set_paths(*o.paths);
+  request.set_paths(o.paths.value_or(0));
   request.set_seed(o.seed.value_or(0));
   request.set_rate(o.rate.value_or(0.0));
   request.set_maturity(o.maturity.value_or(1.0));
@@ -235,6 +266,7 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   v1::PriceRequest request;
   RETURN_IF_ERROR(SetMarket(o, request));
   RETURN_IF_ERROR(SetModel(o, request));
+  RETURN_IF_ERROR(SetReturns(o, request));
   RETURN_IF_ERROR(SetScenarios(o, request));
   v1::OutputOptions* output = request.mutable_output();
   output->set_full(o.full);

@@ -33,6 +33,14 @@ struct PriceOptions {
   // issuers when it labels them too.
   std::optional<std::string> correlation_file;
   bool antithetic = false;
+  // A book (PriceRequest.instruments) from a CSV file (instruments_csv.h);
+  // its issuer labels are matched to the market file's.
+  std::optional<std::string> instruments_file;
+  // Historical returns R (P x N) in place of GBM paths: a .npy file sent
+  // inline, or a set stored with `pricer upload`. The paths are then R's
+  // rows (a --paths must equal them; the preset's is dropped).
+  std::optional<std::string> returns_file;
+  std::optional<std::string> returns_set;
   // The lowest GEMM precision allowed: "fp32" (default), "tf32" or "bf16".
   std::optional<std::string> precision;
   // PriceRequest.priority: -100 to 100, default 0.
