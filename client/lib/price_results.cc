@@ -268,6 +268,7 @@ RunTotals PriceResults::totals() const {
   totals.columns_from_journal = columns_restored_;
   totals.paths = accepted_.paths();
   totals.issuers = accepted_.issuers();
+  totals.instruments = accepted_.instruments();
   if (finished_.has_value()) {
     totals.server_seconds = finished_->elapsed_seconds();
     totals.gemm_seconds = finished_->gemm_seconds();

@@ -38,6 +38,7 @@ struct RunTotals {
   int64_t columns_from_journal = 0;  // by the interrupted run that --resume continues
   int64_t paths = 0;
   int64_t issuers = 0;
+  int64_t instruments = 0;  // of a book: A's rows (else 0, and A's rows are the issuers)
   // The server's: the longest part's wall time, and the device
   // thread-seconds of the parts that finished.
   double server_seconds = 0;

@@ -62,8 +62,11 @@ std::string Thousands(int64_t n) {
 
 }  // namespace
 
+// 2 R flops a path and column, R = A's rows: the instruments of a book, or
+// the issuers.
 double RunFlops(const RunTotals& totals) {
-  return 2.0 * static_cast<double>(totals.issuers) * static_cast<double>(totals.path_columns);
+  const int64_t rows = totals.instruments > 0 ? totals.instruments : totals.issuers;
+  return 2.0 * static_cast<double>(rows) * static_cast<double>(totals.path_columns);
 }
 
 std::string TargetLine(const RunTotals& totals) {
@@ -89,10 +92,12 @@ std::string SummaryText(const RunTotals& totals, double wall_seconds) {
     paths = absl::StrCat(totals.columns_by_paths.begin()->first, " to ",
                          totals.columns_by_paths.rbegin()->first);
   }
+  const std::string book =
+      totals.instruments > 0 ? absl::StrCat(" (", totals.instruments, " instruments)") : "";
   std::string text = absl::StrFormat(
-      "priced %d columns%s x %s paths x %d issuers in %.3f s (server %.3f s): %.1f GFLOP/s\n",
-      totals.columns_priced, journal, paths, totals.issuers, wall_seconds, totals.server_seconds,
-      RunFlops(totals) / wall_seconds / 1e9);
+      "priced %d columns%s x %s paths x %d issuers%s in %.3f s (server %.3f s): %.1f GFLOP/s\n",
+      totals.columns_priced, journal, paths, totals.issuers, book, wall_seconds,
+      totals.server_seconds, RunFlops(totals) / wall_seconds / 1e9);
   if (totals.statistics_seconds > 0) {
     absl::StrAppend(&text, absl::StrFormat("device thread-seconds: GEMM %.3f, statistics %.3f\n",
                                            totals.gemm_seconds, totals.statistics_seconds));
@@ -116,6 +121,7 @@ std::string SummaryJson(const RunTotals& totals, double wall_seconds, const Resu
       {"column_end", absl::StrCat(totals.column_end)},
       {"paths", absl::StrCat(totals.paths)},
       {"issuers", absl::StrCat(totals.issuers)},
+      {"instruments", absl::StrCat(totals.instruments)},
       {"wall_seconds", JsonNumber(wall_seconds)},
       {"server_seconds", JsonNumber(totals.server_seconds)},
       {"flops", JsonNumber(flops)},

@@ -43,13 +43,28 @@ TEST(SummaryText, SaysWhatThisRunPricedAndWhatCameFromTheJournal) {
             "200.0 GFLOP/s\ndevice thread-seconds: GEMM 3.500, statistics 0.250\n");
 }
 
+TEST(SummaryText, CountsABooksRowsInItsFlops) {
+  // 2 x 500 paths x 6000 instruments x 100,000 columns in 2 s: 300 GFLOP/s.
+  RunTotals book = Resumed();
+  book.instruments = 6000;
+  book.columns_priced = 100000;
+  book.columns_from_journal = 0;
+  book.path_columns = 500 * 100000;
+  EXPECT_EQ(SummaryText(book, 2.0),
+            "priced 100000 columns x 500 paths x 4000 issuers (6000 instruments) in 2.000 s "
+            "(server 1.900 s): 300.0 GFLOP/s\n");
+  EXPECT_THAT(SummaryJson(book, 2.0, {}), HasSubstr("\"instruments\": 6000, "));
+  EXPECT_THAT(SummaryJson(book, 2.0, {}), HasSubstr("\"flops\": 600000000000, "));
+}
+
 TEST(SummaryJson, IsOneFlatObject) {
   ResultFiles files;
   files.stats_csv = "out/stats \"a\".csv";
   files.full_npy = "sc.npy";
   EXPECT_EQ(SummaryJson(Resumed(), 2.0, files),
             "{\"columns_priced\": 64670, \"columns_from_journal\": 35330, \"column_begin\": 0, "
-            "\"column_end\": 100000, \"paths\": 500, \"issuers\": 4000, \"wall_seconds\": 2, "
+            "\"column_end\": 100000, \"paths\": 500, \"issuers\": 4000, \"instruments\": 0, "
+            "\"wall_seconds\": 2, "
             "\"server_seconds\": 1.9, \"flops\": 258680000000, \"gflops_per_second\": 129.34, "
             "\"stats_out\": \"out/stats \\\"a\\\".csv\", \"full_out\": \"sc.npy\", "
             "\"prices_out\": null, \"target\": null, \"columns_met_target\": null, "
