@@ -45,10 +45,13 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     call_.job = run_->job().id();
     call_.columns = run_->job().spec().column_end - run_->job().spec().column_begin;
     const ShardPlan& plan = run_->job().plan();
-    spdlog::info("{}: client {}, {} issuers, {} paths, columns [{}, {}), {} shards of {} columns",
-                 run_->job().id(), call_.client, run_->job().spec().market.issuers(),
-                 run_->job().spec().paths, run_->job().spec().column_begin,
-                 run_->job().spec().column_end, plan.shard_count, plan.shard_columns);
+    const JobSpec& spec = run_->job().spec();
+    spdlog::info(
+        "{}: client {}, {} issuers{}{}, {} paths, columns [{}, {}), {} shards of {} columns",
+        run_->job().id(), call_.client, spec.market.issuers(),
+        spec.instruments.empty() ? "" : absl::StrCat(", ", spec.instruments.size(), " instruments"),
+        spec.historical() ? " (historical returns)" : "", spec.paths, spec.column_begin,
+        spec.column_end, plan.shard_count, plan.shard_columns);
     // `accepted` goes first, once the job's inputs are ready (after its
     // preparation): a request its preparation refuses gets no reply.
     run_->results().SetListener([this] { WriteNext(); });
