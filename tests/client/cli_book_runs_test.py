@@ -104,6 +104,23 @@ class CliBookRunsTest(CliTestCase):
         self.assertRegex(resumed.stdout, r"priced \d+ columns \(\d+ more from the journal\)")
         self.assert_same_files(got, want)
 
+    def test_the_readme_example_shows_what_the_linear_model_misses(self):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                              "scripts", "book-example.py")
+        proc = subprocess.run([sys.executable, script, "--target", self.server.target,
+                               "--pricer", ARGS.pricer], capture_output=True, text=True,
+                              timeout=scaled(300))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ratios = {}
+        for line in proc.stdout.splitlines()[2:]:
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            ratios[(cells[0], cells[1].split()[0])] = float(cells[4])
+        # A short straddle is nearly delta-neutral: the linear model misses
+        # most of its tail; long calls' losses are capped by their premium.
+        self.assertLess(ratios[("short straddles", "VaR")], 0.7)
+        self.assertLess(ratios[("short straddles", "ES")], 0.7)
+        self.assertGreater(ratios[("long calls", "VaR")], 1.0)
+
     @staticmethod
     def started(server):
         """Whether `server` logged the start of the book's job."""
