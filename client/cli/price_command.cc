@@ -34,16 +34,20 @@ ColumnRange RequestedColumns(const v1::PriceRequest& request) {
 }
 
 // The .npy files' sizes when the request says them: P x the column range,
-// P x N; and every output file, to check before the call.
+// P x N, P x K; and every output file, to check before the call.
 std::vector<OutputFile> OutputsOf(const ResultFiles& files, const v1::PriceRequest& request,
                                   ColumnRange columns) {
   const v1::Market& market = request.market();
   const int64_t issuers =
       market.has_explicit_() ? market.explicit_().spot_size() : market.generated().issuers();
   const int64_t width = columns.second - columns.first;
+  // With historical returns the paths are known once the server answers.
+  const int64_t paths = request.paths();
+  auto npy = [paths](int64_t columns) { return paths > 0 ? NpyFileBytes(paths, columns) : 0; };
   return {{"--stats-out", files.stats_csv, 0},
-          {"--full-out", files.full_npy, width > 0 ? NpyFileBytes(request.paths(), width) : 0},
-          {"--prices-out", files.prices_npy, NpyFileBytes(request.paths(), issuers)}};
+          {"--full-out", files.full_npy, width > 0 ? npy(width) : 0},
+          {"--prices-out", files.prices_npy, npy(issuers)},
+          {"--values-out", files.values_npy, npy(request.instruments_size())}};
 }
 
 // How the calls ended, and the first local file that failed while they ran
@@ -205,6 +209,8 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--stats-out", files_.stats_csv, "write per-column statistics as CSV");
   price->add_option("--full-out", files_.full_npy, "write SC (float32 P x M, Fortran order) .npy");
   price->add_option("--prices-out", files_.prices_npy, "write ST (float32 P x N) .npy");
+  price->add_option("--values-out", files_.values_npy,
+                    "write a book's values at the horizon V (float32 P x K) .npy");
 }
 
 int PriceCommand::Run(PricerClient& client) {
@@ -213,6 +219,7 @@ int PriceCommand::Run(PricerClient& client) {
   }
   options_.full = !files_.full_npy.empty();
   options_.terminal_prices = !files_.prices_npy.empty();
+  options_.instrument_values = !files_.values_npy.empty();
   if (error_target_.has_value()) {
     absl::StatusOr<ErrorTarget> target = ParseErrorTarget(*error_target_);
     if (!target.ok()) return Refuse(target.status().message());
@@ -222,7 +229,7 @@ int PriceCommand::Run(PricerClient& client) {
   // Statistics unless only files of raw values were asked for (--errors
   // asks for statistics).
   if (!stats_list_.empty() || !files_.stats_csv.empty() || options_.errors ||
-      (!options_.full && !options_.terminal_prices)) {
+      (!options_.full && !options_.terminal_prices && !options_.instrument_values)) {
     absl::StatusOr<std::vector<StatisticItem>> items =
         ParseStatisticsList(!stats_list_.empty()               ? stats_list_
                             : options_.moments_from_covariance ? "mean,stddev"

@@ -11,8 +11,9 @@ namespace pricer {
 
 RunJournal::RunJournal(const v1::PriceRequest& request, const ResultFiles& files)
     : fingerprint_(ProgressJournal::Fingerprint(
-          request, {files.full_npy, files.stats_csv, files.prices_npy})) {
-  for (const std::string* file : {&files.full_npy, &files.stats_csv, &files.prices_npy}) {
+          request, {files.full_npy, files.stats_csv, files.prices_npy, files.values_npy})) {
+  for (const std::string* file :
+       {&files.full_npy, &files.stats_csv, &files.prices_npy, &files.values_npy}) {
     // The error_code forms: a name too long is for CheckOutputFiles to
     // report, not an exception.
     std::error_code error;
@@ -32,7 +33,7 @@ absl::Status RunJournal::Resume(PriceResults& results, ReceivedResults& received
   if (path_.empty()) {
     return absl::InvalidArgumentError(
         "--resume needs the output files of the interrupted run (--full-out, --stats-out, "
-        "--prices-out)");
+        "--prices-out, --values-out)");
   }
   std::vector<v1::PriceReply> records;
   ASSIGN_OR_RETURN(ProgressJournal journal, ProgressJournal::Resume(path_, fingerprint_, &records));
@@ -44,6 +45,7 @@ absl::Status RunJournal::Resume(PriceResults& results, ReceivedResults& received
   *begin = accepted.column_begin();
   *end = accepted.column_end();
   received.issuers = accepted.issuers();
+  received.instruments = accepted.instruments();
   results.ExpectColumns(*begin, *end);
   results.ReopenFiles();
   for (const v1::PriceReply& record : records) {
@@ -54,6 +56,8 @@ absl::Status RunJournal::Resume(PriceResults& results, ReceivedResults& received
       received.columns.Add(record.chunk().column_begin(), record.chunk().column_end());
     } else if (record.has_prices()) {
       received.prices.Add(record.prices().issuer_begin(), record.prices().issuer_end());
+    } else if (record.has_values()) {
+      received.values.Add(record.values().instrument_begin(), record.values().instrument_end());
     }
   }
   return absl::OkStatus();
@@ -71,7 +75,7 @@ absl::Status RunJournal::Record(const v1::PriceReply& reply, const PriceResults&
     *whole.mutable_accepted() = results.accepted();
     RETURN_IF_ERROR(journal_->Append(whole));
   }
-  if (!reply.has_chunk() && !reply.has_prices()) return absl::OkStatus();
+  if (!reply.has_chunk() && !reply.has_prices() && !reply.has_values()) return absl::OkStatus();
   return journal_->Append(reply);
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -72,7 +73,14 @@ grpc::Status PriceResults::OnReply(const ReceivedReply& received) {
     case v1::PriceReply::kChunk:
       return OnChunk(reply.chunk(), &received.values);
     case v1::PriceReply::kPrices:
-      return OnPrices(reply.prices(), received.values);
+      return OnPathColumns(prices_, reply.prices().issuer_begin(), reply.prices().issuer_end(),
+                           accepted_.issuers(), reply.prices().rows(), received.values,
+                           "a terminal-prices chunk of issuers");
+    case v1::PriceReply::kValues:
+      return OnPathColumns(book_values_, reply.values().instrument_begin(),
+                           reply.values().instrument_end(), accepted_.instruments(),
+                           reply.values().rows(), received.values,
+                           "an instrument-values chunk of instruments");
     case v1::PriceReply::kFinished:
       OnFinished(reply.finished());
       return grpc::Status::OK;
@@ -101,7 +109,7 @@ grpc::Status PriceResults::Restore(const v1::PriceReply& reply) {
   absl::MutexLock lock(&mu_);
   if (reply.has_accepted()) return OnAccepted(reply.accepted());
   if (reply.has_chunk()) return OnChunk(reply.chunk(), nullptr);
-  if (reply.has_prices()) return grpc::Status::OK;  // nothing but values
+  if (reply.has_prices() || reply.has_values()) return grpc::Status::OK;  // nothing but values
   return Contradiction("a journal record of another kind");
 }
 
@@ -128,11 +136,13 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
     if (!writer.ok()) return FileFailed(writer.status());
     full_.emplace(*std::move(writer));
   }
-  if (!files_.prices_npy.empty()) {
-    absl::StatusOr<NpyColumnWriter> writer =
-        open(files_.prices_npy, accepted.paths(), accepted.issuers());
-    if (!writer.ok()) return FileFailed(writer.status());
-    prices_.emplace(*std::move(writer));
+  for (auto [path, columns, writer] :
+       {std::tuple{&files_.prices_npy, accepted.issuers(), &prices_},
+        std::tuple{&files_.values_npy, accepted.instruments(), &book_values_}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<NpyColumnWriter> opened = open(*path, accepted.paths(), columns);
+    if (!opened.ok()) return FileFailed(opened.status());
+    writer->emplace(*std::move(opened));
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   v0_.assign(static_cast<size_t>(n), nan);
@@ -222,21 +232,20 @@ grpc::Status PriceResults::KeepStatistics(const v1::ResultChunk& chunk, int64_t 
   return grpc::Status::OK;
 }
 
-grpc::Status PriceResults::OnPrices(const v1::TerminalPricesChunk& chunk,
-                                    const ValueBytes& values) {
-  if (!prices_.has_value()) return grpc::Status::OK;
-  const int64_t count = chunk.issuer_end() - chunk.issuer_begin();
-  if (chunk.issuer_begin() < 0 || count <= 0 || chunk.issuer_end() > accepted_.issuers() ||
-      values.size() != chunk.rows() * count * 4) {
-    return Contradiction(absl::StrCat("a terminal-prices chunk of issuers [", chunk.issuer_begin(),
-                                      ", ", chunk.issuer_end(), ") that does not fit"));
+grpc::Status PriceResults::OnPathColumns(std::optional<NpyColumnWriter>& writer, int64_t begin,
+                                         int64_t end, int64_t columns, int64_t rows,
+                                         const ValueBytes& values, absl::string_view what) {
+  if (!writer.has_value()) return grpc::Status::OK;
+  const int64_t count = end - begin;
+  if (begin < 0 || count <= 0 || end > columns || values.size() != rows * count * 4) {
+    return Contradiction(absl::StrCat(what, " [", begin, ", ", end, ") that does not fit"));
   }
-  return FileFailed(prices_->WriteColumns(chunk.issuer_begin(), count, values.pieces()));
+  return FileFailed(writer->WriteColumns(begin, count, values.pieces()));
 }
 
 absl::Status PriceResults::Finish() {
   absl::MutexLock lock(&mu_);
-  for (std::optional<NpyColumnWriter>* writer : {&full_, &prices_}) {
+  for (std::optional<NpyColumnWriter>* writer : {&full_, &prices_, &book_values_}) {
     if (writer->has_value()) RETURN_IF_ERROR((*writer)->Close());
   }
   if (files_.stats_csv.empty()) return absl::OkStatus();

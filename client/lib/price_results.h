@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client/lib/npy.h"
 #include "client/lib/reply_decoding.h"
@@ -28,6 +29,7 @@ struct ResultFiles {
   std::string stats_csv;   // --stats-out; empty: none
   std::string full_npy;    // --full-out
   std::string prices_npy;  // --prices-out
+  std::string values_npy;  // --values-out: a book's V
 };
 
 // What one run has done, for its summary (run_report.h).
@@ -122,8 +124,11 @@ class PriceResults {
   // `values`: the chunk's; null for a chunk of Restore, whose values are in the file.
   grpc::Status OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  grpc::Status OnPrices(const v1::TerminalPricesChunk& chunk, const ValueBytes& values)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Columns [begin, end) of ST or V (of `columns`, `rows` each) into
+  // `writer`, when it is open; `what` names the chunk in a contradiction.
+  grpc::Status OnPathColumns(std::optional<NpyColumnWriter>& writer, int64_t begin, int64_t end,
+                             int64_t columns, int64_t rows, const ValueBytes& values,
+                             absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   grpc::Status OnRound(const v1::RoundStarted& round) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A chunk's rows: the accepted paths, or with a target P * 2^k.
   grpc::Status CheckRows(const v1::ResultChunk& chunk) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -144,6 +149,7 @@ class PriceResults {
   std::optional<v1::JobFinished> finished_ ABSL_GUARDED_BY(mu_);
   std::optional<NpyColumnWriter> full_ ABSL_GUARDED_BY(mu_);
   std::optional<NpyColumnWriter> prices_ ABSL_GUARDED_BY(mu_);
+  std::optional<NpyColumnWriter> book_values_ ABSL_GUARDED_BY(mu_);  // V, --values-out
   // V0 and each item's values over the priced columns, in column order
   // (NaN where no chunk brought them).
   std::vector<double> v0_ ABSL_GUARDED_BY(mu_);

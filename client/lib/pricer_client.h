@@ -24,9 +24,11 @@ namespace pricer {
 // What has already arrived of a request's results, so that only the rest is
 // asked for (a run resumed from its journal).
 struct ReceivedResults {
-  ColumnRanges columns;  // of SC and the statistics
-  int64_t issuers = 0;   // N, when known
-  ColumnRanges prices;   // the issuers of ST received
+  ColumnRanges columns;     // of SC and the statistics
+  int64_t issuers = 0;      // N, when known
+  ColumnRanges prices;      // the issuers of ST received
+  int64_t instruments = 0;  // K of a book, when known
+  ColumnRanges values;      // the instruments of V received
 };
 
 // A call that breaks with UNAVAILABLE or ABORTED is asked again for the

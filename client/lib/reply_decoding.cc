@@ -133,6 +133,9 @@ int ValuesFieldOf(uint64_t field) {
   if (field == v1::PriceReply::kPricesFieldNumber) {
     return v1::TerminalPricesChunk::kValuesFieldNumber;
   }
+  if (field == v1::PriceReply::kValuesFieldNumber) {
+    return v1::InstrumentValuesChunk::kValuesFieldNumber;
+  }
   return 0;
 }
 
@@ -140,6 +143,7 @@ bool InOneof(uint64_t field) {
   return field == v1::PriceReply::kAcceptedFieldNumber ||
          field == v1::PriceReply::kChunkFieldNumber ||
          field == v1::PriceReply::kPricesFieldNumber ||
+         field == v1::PriceReply::kValuesFieldNumber ||
          field == v1::PriceReply::kFinishedFieldNumber ||
          field == v1::PriceReply::kRoundFieldNumber;
 }

@@ -78,4 +78,17 @@ ReceivedReply PricesPart(const ReceivedReply& prices, int64_t begin, int64_t end
   return part;
 }
 
+ReceivedReply ValuesPart(const ReceivedReply& values, int64_t begin, int64_t end) {
+  const v1::InstrumentValuesChunk& whole = values.message.values();
+  const int64_t offset = begin - whole.instrument_begin();
+  ReceivedReply part;
+  v1::InstrumentValuesChunk* cut = part.message.mutable_values();
+  cut->set_instrument_begin(begin);
+  cut->set_instrument_end(end);
+  cut->set_rows(whole.rows());
+  part.values = CutValues(values.values, offset, offset + end - begin,
+                          whole.instrument_end() - whole.instrument_begin());
+  return part;
+}
+
 }  // namespace pricer

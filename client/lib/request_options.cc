@@ -62,6 +62,7 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.priority = flags.priority;
   o.full = flags.full;
   o.terminal_prices = flags.terminal_prices;
+  o.instrument_values = flags.instrument_values;
   o.statistics = flags.statistics;
   o.errors = flags.errors;
   o.error_confidence = flags.error_confidence;
@@ -219,10 +220,12 @@ absl::Status SetTarget(const PriceOptions& o, v1::PriceRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-paths ", *o.max_paths, " is below --paths ", request.paths()));
   }
-  if (o.full || o.terminal_prices) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--error-target prices statistics only: it cannot write ",
-                     o.full ? "--full-out" : "--prices-out"));
+  if (o.full || o.terminal_prices || o.instrument_values) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--error-target prices statistics only: it cannot write ", o.full ? "--full-out"
+                                                                   : o.terminal_prices
+                                                                       ? "--prices-out"
+                                                                       : "--values-out"));
   }
   std::vector<std::string> names;
   for (const StatisticItem& item : o.statistics) {
@@ -273,6 +276,7 @@ absl::StatusOr<v1::PriceRequest> BuildPriceRequest(const PriceOptions& flags) {
   RETURN_IF_ERROR(SetStatistics(o, *output));
   RETURN_IF_ERROR(SetTarget(o, request));
   output->set_terminal_prices(o.terminal_prices);
+  output->set_instrument_values(o.instrument_values);
   output->set_chunk_columns(o.chunk_columns.value_or(0));
   return request;
 }

@@ -47,6 +47,7 @@ struct PriceOptions {
   std::optional<int32_t> priority;
   bool full = false;
   bool terminal_prices = false;
+  bool instrument_values = false;  // a book's V
   // Statistics to ask for (statistics_list.h); empty: none, unless nothing
   // else is asked for either.
   std::vector<StatisticItem> statistics;

@@ -129,6 +129,7 @@ std::string SummaryJson(const RunTotals& totals, double wall_seconds, const Resu
       {"stats_out", JsonFile(files.stats_csv)},
       {"full_out", JsonFile(files.full_npy)},
       {"prices_out", JsonFile(files.prices_npy)},
+      {"values_out", JsonFile(files.values_npy)},
       {"target", target},
       {"columns_met_target", met},
       {"columns_by_paths", by_paths},

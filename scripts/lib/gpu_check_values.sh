@@ -23,7 +23,8 @@ columns() { echo $(($1 / scale)); }
 # One comparison: `pricer price ARGS` on the GPU server and on the cpu
 # server, each writing its results under $out/values, then
 # compare_results.py of what `kind` names (stats: the --stats-out CSV; full:
-# the --full-out .npy; prices: the --prices-out .npy) within `tolerance`.
+# the --full-out .npy; prices: the --prices-out .npy; values: a book's
+# --values-out .npy) within `tolerance`.
 # Prints a row; fails the check when they differ.
 compare() {
   local label=$1 kind=$2 tolerance=$3
@@ -32,6 +33,7 @@ compare() {
   case $kind in
     full) flag=--full-out suffix=npy format=npy ;;
     prices) flag=--prices-out suffix=npy format=npy ;;
+    values) flag=--values-out suffix=npy format=npy ;;
   esac
   local side port file files=()
   for side in gpu cpu; do
@@ -110,6 +112,30 @@ compare_values() {
   # ST of 400,000 paths x 64 issuers, 100 MB: several chunks.
   compare prices-in-chunks prices 1e-5 --issuers 64 --paths 400000 --seed 7 --scenarios 256 \
     --stats mean
+  compare_books "${seed[@]}" --stats "$tail" --errors
+}
+
+# A book of a call and a put on each of the example's 500 issuers (V built
+# by the GPU's kernel, A 1,000 rows), on GBM paths and on 5,000 historical
+# scenarios; `$@`: the request's other flags.
+compare_books() {
+  # Without NumPy (the device machine's python3 may lack it): the .npy by hand.
+  python3 - "$out/values" <<'PY'
+import random, struct, sys
+with open(f"{sys.argv[1]}/book.csv", "w") as f:
+    f.write("issuer,type,strike,expiry\n")
+    f.writelines(f"{i},call,7.5,1.5\n{i},put,7.5,1.0\n" for i in range(500))
+rng, rows, columns = random.Random(5), 5000, 500
+header = f"{{'descr': '<f4', 'fortran_order': True, 'shape': ({rows}, {columns}), }}"
+header += " " * (63 - (10 + len(header)) % 64) + "\n"
+with open(f"{sys.argv[1]}/returns.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack(f"<{rows * columns}f", *(rng.gauss(0, 0.3) for _ in range(rows * columns))))
+PY
+  local book=(--instruments-file "$out/values/book.csv")
+  compare book-options-errors stats 1e-5 "$@" "${book[@]}"
+  compare book-historical stats 1e-5 "$@" "${book[@]}" --returns-file "$out/values/returns.npy"
+  compare book-values values 1e-5 --preset seed --scenarios 256 --stats mean "${book[@]}"
 }
 
 # Polls the server on `port` until its devices and the pinned staging hold

@@ -91,6 +91,7 @@ struct OutputSelection {
   bool full = false;
   StatisticsSelection statistics = StatisticsSelection::Basic();  // none: !any()
   bool terminal_prices = false;
+  bool instrument_values = false;  // V, of a job with instruments
   // Preferred columns per chunk; 0 lets the planner choose.
   int64_t chunk_columns = 0;
 };

@@ -48,8 +48,8 @@ class DeviceJob {
 
   // RunShard may be called from several threads at once (shards in flight).
   virtual absl::Status RunShard(const Shard& shard, ShardOutput* out) = 0;
-  // Copies ST columns [issuer_begin, issuer_end) (P rows each) to `out`.
-  virtual absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) = 0;
+  // Copies `columns` of ST or of a book's V (P rows each) to `out`.
+  virtual absl::Status CopyPathColumns(const PathColumns& columns, float* out) = 0;
 };
 
 class Device {

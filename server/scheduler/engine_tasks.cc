@@ -49,8 +49,8 @@ int64_t Engine::TaskBytes(const Job& job, TaskRef ref) const {
     case TaskKind::kPrepare:
       return 0;
     case TaskKind::kTerminalPrices: {
-      const IssuerRange issuers = PriceChunkAt(job.plan(), job.spec(), ref.index);
-      return paths * (issuers.end - issuers.begin) * static_cast<int64_t>(sizeof(float));
+      const PathColumns columns = PriceChunkAt(job.plan(), job.spec(), ref.index);
+      return paths * (columns.end - columns.begin) * static_cast<int64_t>(sizeof(float));
     }
     case TaskKind::kShard: {
       const Shard shard = ShardAt(job.plan(), job.spec(), ref.index);
@@ -212,14 +212,15 @@ absl::Status Engine::RunPrepare(Job& job) {
 }
 
 absl::Status Engine::RunTerminalPrices(Job& job, DeviceJob& state, int64_t index) {
-  const IssuerRange issuers = PriceChunkAt(job.plan(), job.spec(), index);
+  const PathColumns columns = PriceChunkAt(job.plan(), job.spec(), index);
   ResultChunk chunk;
-  chunk.kind = ResultChunk::Kind::kTerminalPrices;
-  chunk.begin = issuers.begin;
-  chunk.end = issuers.end;
+  chunk.kind =
+      columns.values ? ResultChunk::Kind::kInstrumentValues : ResultChunk::Kind::kTerminalPrices;
+  chunk.begin = columns.begin;
+  chunk.end = columns.end;
   chunk.rows = job.spec().paths;
   std::vector<float> prices(static_cast<size_t>(chunk.rows * (chunk.end - chunk.begin)));
-  RETURN_IF_ERROR(state.CopyTerminalPrices(chunk.begin, chunk.end, prices.data()));
+  RETURN_IF_ERROR(state.CopyPathColumns(columns, prices.data()));
   chunk.values = SharedFloats(std::move(prices));
   job.RecordOutput(chunk.payload_bytes(), 0, 0);
   job.results().Push(std::move(chunk));

@@ -59,7 +59,7 @@ class SharedFloats {
 struct ResultChunk {
   // kRoundStarted: a round of a targeted request (targeted_run.h) starts; it
   // prices `round_columns` columns with `rows` paths, computing [begin, end).
-  enum class Kind { kScenarioColumns, kTerminalPrices, kRoundStarted };
+  enum class Kind { kScenarioColumns, kTerminalPrices, kInstrumentValues, kRoundStarted };
   Kind kind = Kind::kScenarioColumns;
   // Scenario columns or issuers [begin, end); `rows` (= P) values each.
   int64_t begin = 0;

@@ -1,6 +1,7 @@
 #include "server/scheduler/shard_planner.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/scheduler/device.h"
@@ -10,6 +11,14 @@ namespace {
 
 int64_t RoundDown(int64_t x, int64_t m) { return x / m * m; }
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// The chunks of ST's issuers, and of V's instruments.
+std::pair<int64_t, int64_t> PathChunkCounts(const ShardPlan& plan, const JobSpec& spec) {
+  const int64_t per = plan.issuers_per_chunk;
+  const auto instruments = static_cast<int64_t>(spec.instruments.size());
+  return {spec.output.terminal_prices ? (spec.market.issuers() + per - 1) / per : 0,
+          spec.output.instrument_values ? (instruments + per - 1) / per : 0};
+}
 
 }  // namespace
 
@@ -52,13 +61,17 @@ ShardPlan WithShardColumns(ShardPlan plan, int64_t width) {
 }
 
 int64_t PriceChunkCount(const ShardPlan& plan, const JobSpec& spec) {
-  if (!spec.output.terminal_prices) return 0;
-  return (spec.market.issuers() + plan.issuers_per_chunk - 1) / plan.issuers_per_chunk;
+  const auto [prices, values] = PathChunkCounts(plan, spec);
+  return prices + values;
 }
 
-IssuerRange PriceChunkAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {
-  const int64_t begin = index * plan.issuers_per_chunk;
-  return {begin, std::min(begin + plan.issuers_per_chunk, spec.market.issuers())};
+PathColumns PriceChunkAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {
+  const int64_t prices = PathChunkCounts(plan, spec).first;
+  const bool values = index >= prices;
+  const int64_t columns =
+      values ? static_cast<int64_t>(spec.instruments.size()) : spec.market.issuers();
+  const int64_t begin = (values ? index - prices : index) * plan.issuers_per_chunk;
+  return {values, begin, std::min(begin + plan.issuers_per_chunk, columns)};
 }
 
 Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index) {

@@ -38,7 +38,7 @@ struct ShardPlan {
   int64_t shard_columns = 0;  // width of every shard but possibly the last
   int64_t shard_count = 0;
   int64_t chunk_columns = 0;      // scenario columns per result chunk
-  int64_t issuers_per_chunk = 0;  // issuers per terminal-prices chunk
+  int64_t issuers_per_chunk = 0;  // columns per ST or V chunk (PathColumns)
   int64_t gemm_begin = 0;         // aligned range of A the shards compute
   int64_t gemm_end = 0;
 };
@@ -54,8 +54,10 @@ struct Shard {
 // Payload bytes of one chunk of `columns` scenario columns.
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t columns);
 
-// Issuers [begin, end) of one terminal-prices chunk.
-struct IssuerRange {
+// One chunk of the path matrices a job sends: columns [begin, end) of ST
+// (issuers) or, with `values`, of a book's V (instruments).
+struct PathColumns {
+  bool values = false;
   int64_t begin = 0, end = 0;
 };
 
@@ -65,10 +67,11 @@ ShardPlan PlanShards(const JobSpec& spec, int64_t target_shard_bytes = kTargetSh
 // `plan` with shards `width` columns wide (a multiple of kColumnAlignment).
 ShardPlan WithShardColumns(ShardPlan plan, int64_t width);
 Shard ShardAt(const ShardPlan& plan, const JobSpec& spec, int64_t index);
-// The terminal-prices chunks of `spec` (none unless it asks for ST), and
-// chunk `index`'s issuers.
+// The path-matrix chunks of `spec`: ST's issuers when it asks for terminal
+// prices, then V's instruments when it asks for instrument values; and
+// chunk `index`'s columns.
 int64_t PriceChunkCount(const ShardPlan& plan, const JobSpec& spec);
-IssuerRange PriceChunkAt(const ShardPlan& plan, const JobSpec& spec, int64_t index);
+PathColumns PriceChunkAt(const ShardPlan& plan, const JobSpec& spec, int64_t index);
 
 // How a job uses one device.
 struct DevicePlan {

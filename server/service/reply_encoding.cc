@@ -18,7 +18,9 @@ using google::protobuf::internal::WireFormatLite;
 // The field numbers the encoding writes by hand (pricer.proto).
 constexpr int kReplyChunkField = 2;   // PriceReply.chunk
 constexpr int kReplyPricesField = 3;  // PriceReply.prices
-constexpr int kValuesField = 4;       // ResultChunk.values, TerminalPricesChunk.values
+constexpr int kReplyValuesField = 6;  // PriceReply.values
+// ResultChunk.values, TerminalPricesChunk.values, InstrumentValuesChunk.values
+constexpr int kValuesField = 4;
 
 // A slice over `owner`'s bytes that deletes `owner` once gRPC is done with it.
 template <typename T>
@@ -43,6 +45,25 @@ void AppendHeader(int field, size_t length, std::string* out) {
   out->append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
 }
 
+// The column range of a chunk of ST's or V's columns.
+void SetColumns(const ResultChunk& chunk, v1::TerminalPricesChunk* out) {
+  out->set_issuer_begin(chunk.begin);
+  out->set_issuer_end(chunk.end);
+}
+void SetColumns(const ResultChunk& chunk, v1::InstrumentValuesChunk* out) {
+  out->set_instrument_begin(chunk.begin);
+  out->set_instrument_end(chunk.end);
+}
+
+// A chunk of ST's or V's columns into its message, with `size` bytes of
+// values.
+template <typename Message>
+void ToPathColumns(const ResultChunk& chunk, const char* bytes, size_t size, Message* out) {
+  SetColumns(chunk, out);
+  out->set_rows(chunk.rows);
+  if (size > 0) out->set_values(bytes, size);
+}
+
 }  // namespace
 
 void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1::PriceReply* reply,
@@ -60,11 +81,11 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
     return;
   }
   if (chunk.kind == ResultChunk::Kind::kTerminalPrices) {
-    v1::TerminalPricesChunk* prices = reply->mutable_prices();
-    prices->set_issuer_begin(chunk.begin);
-    prices->set_issuer_end(chunk.end);
-    prices->set_rows(chunk.rows);
-    if (size > 0) prices->set_values(bytes, size);
+    ToPathColumns(chunk, bytes, size, reply->mutable_prices());
+    return;
+  }
+  if (chunk.kind == ResultChunk::Kind::kInstrumentValues) {
+    ToPathColumns(chunk, bytes, size, reply->mutable_values());
     return;
   }
   v1::ResultChunk* out = reply->mutable_chunk();
@@ -109,15 +130,17 @@ grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection
   v1::PriceReply reply;
   ToReply(chunk, selection, &reply, false);
   if (chunk.values.empty()) return EncodeReply(reply);
-  const bool prices = chunk.kind == ResultChunk::Kind::kTerminalPrices;
-  const std::string inner =
-      prices ? reply.prices().SerializeAsString() : reply.chunk().SerializeAsString();
+  // The message that holds the values, and its field in PriceReply.
+  const auto [inner, field] = chunk.kind == ResultChunk::Kind::kTerminalPrices
+                                  ? std::pair{reply.prices().SerializeAsString(), kReplyPricesField}
+                              : chunk.kind == ResultChunk::Kind::kInstrumentValues
+                                  ? std::pair{reply.values().SerializeAsString(), kReplyValuesField}
+                                  : std::pair{reply.chunk().SerializeAsString(), kReplyChunkField};
   const size_t value_bytes = chunk.values.size() * sizeof(float);
   std::string values_header;
   AppendHeader(kValuesField, value_bytes, &values_header);
   std::string header;
-  AppendHeader(prices ? kReplyPricesField : kReplyChunkField,
-               inner.size() + values_header.size() + value_bytes, &header);
+  AppendHeader(field, inner.size() + values_header.size() + value_bytes, &header);
   header += inner;
   header += values_header;
   auto values = std::make_unique<std::shared_ptr<const void>>(chunk.values.owner());

@@ -224,7 +224,8 @@ absl::StatusOr<PrecisionTarget> ToTarget(const v1::PriceRequest& request, JobSpe
   }
   target.max_paths = t.max_paths();
   for (auto [field, set] : {std::pair{"output.full", output.full},
-                            std::pair{"output.terminal_prices", output.terminal_prices}}) {
+                            std::pair{"output.terminal_prices", output.terminal_prices},
+                            std::pair{"output.instrument_values", output.instrument_values}}) {
     if (set) {
       return Invalid(field, "true",
                      "must be false with a target (its columns' path counts differ)");
@@ -307,7 +308,9 @@ absl::StatusOr<OutputSelection> ToOutput(const v1::OutputOptions& output) {
   OutputSelection selection;
   selection.full = output.full();
   selection.terminal_prices = output.terminal_prices();
-  if (output.has_statistics() || (!output.full() && !output.terminal_prices())) {
+  selection.instrument_values = output.instrument_values();
+  if (output.has_statistics() ||
+      (!output.full() && !output.terminal_prices() && !output.instrument_values())) {
     ASSIGN_OR_RETURN(selection.statistics, ToStatistics(output.statistics()));
   } else {
     selection.statistics = StatisticsSelection();
@@ -378,6 +381,11 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
 
   RETURN_IF_ERROR(ToColumns(request, spec.scenarios.columns(), &spec));
   ASSIGN_OR_RETURN(spec.output, ToOutput(request.output()));
+  if (spec.output.instrument_values && spec.instruments.empty()) {
+    return Invalid("output.instrument_values", "true",
+                   "needs instruments (without a book the paths' values are ST: "
+                   "output.terminal_prices)");
+  }
   ASSIGN_OR_RETURN(spec.target, ToTarget(request, &spec));
   RETURN_IF_ERROR(CheckMomentsShortcut(request, spec));
 

@@ -64,7 +64,7 @@ class CliBookRunsTest(CliTestCase):
 
     def historical_job(self, prefix, scenarios, columns, full):
         """A book on `scenarios` historical returns over `columns` columns;
-        its statistics with their errors, and SC when `full`."""
+        its statistics with their errors, SC when `full`, and V."""
         returns = self.path(f"runs_returns_{scenarios}.npy")
         if not os.path.exists(returns):
             rng = np.random.default_rng(8)
@@ -76,7 +76,9 @@ class CliBookRunsTest(CliTestCase):
                 "--stats", "mean,var:0.99,es:0.975", "--errors", "--stats-out", outputs[0]]
         if full:
             outputs.append(self.path(f"{prefix}_full.npy"))
-            args += ["--full-out", outputs[1]]
+            args += ["--full-out", outputs[-1]]
+        outputs.append(self.path(f"{prefix}_values.npy"))
+        args += ["--values-out", outputs[-1]]
         return outputs, args
 
     def assert_same_files(self, got, want):

@@ -55,8 +55,11 @@ class CliBookTest(CliTestCase):
             f"{label},{kind},{strike},1.0," for label, strike in zip(LABELS, (8, 9.5, 13))
             for kind in ("call", "PUT")])
         self.price("labels", "--instruments-file", book, "--paths", "3000", "--seed", "5",
-                   "--scenarios-file", self.identity(6))
+                   "--scenarios-file", self.identity(6), "--values-out",
+                   self.path("labels_values.npy"))
         sc = np.load(self.path("labels_full.npy")).astype(np.float64)
+        # A is the identity: SC is V, which --values-out wrote too.
+        np.testing.assert_array_equal(np.load(self.path("labels_values.npy")), sc)
         st = np.load(self.path("labels_prices.npy")).astype(np.float64)
         for k in range(6):
             strike = (8, 9.5, 13)[k // 2]
@@ -109,9 +112,17 @@ class CliBookTest(CliTestCase):
         np.save(self.path("split_a.npy"), a)
         args = ["--instruments-file", book, "--returns-file", returns,
                 "--scenarios-file", self.path("split_a.npy")]
-        self.price("whole", *args)
-        self.price("split", *args, "--split", "3")
-        for got, want in zip(self.outputs("split"), self.outputs("whole")):
+        self.price("whole", *args, "--values-out", self.path("whole_values.npy"))
+        self.price("split", *args, "--split", "3", "--values-out", self.path("split_values.npy"))
+        v = np.load(self.path("whole_values.npy"))
+        self.assertEqual(v.shape, (500, 9))
+        # The forward on issuer 2 (strike 12.5, a year past the horizon), in
+        # float64 as the server evaluates it, then rounded.
+        st = np.load(self.path("whole_prices.npy")).astype(np.float64)
+        np.testing.assert_array_equal(
+            v[:, 8], (st[:, 2] - SPOT[2] * np.exp(-0.03 * 1.0)).astype(np.float32))
+        for got, want in zip(self.outputs("split") + [self.path("split_values.npy")],
+                             self.outputs("whole") + [self.path("whole_values.npy")]):
             self.assertTrue(filecmp.cmp(got, want, shallow=False), f"{got} differs from {want}")
 
     def test_bad_books_and_returns_are_refused_naming_file_line_and_field(self):

@@ -99,5 +99,20 @@ TEST(PricesPart, CutsTheIssuers) {
   EXPECT_THAT(Floats(part.values), ElementsAre(6, 7));
 }
 
+TEST(ValuesPart, CutsTheInstruments) {
+  v1::PriceReply message;
+  v1::InstrumentValuesChunk* v = message.mutable_values();
+  v->set_instrument_begin(4);
+  v->set_instrument_end(7);
+  v->set_rows(2);
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6};  // three instruments of two paths
+  v->set_values(reinterpret_cast<const char*>(values.data()), 24);
+  const ReceivedReply part = ValuesPart(Decoded(message), 5, 6);
+  EXPECT_EQ(part.message.values().instrument_begin(), 5);
+  EXPECT_EQ(part.message.values().instrument_end(), 6);
+  EXPECT_EQ(part.message.values().rows(), 2);
+  EXPECT_THAT(Floats(part.values), ElementsAre(3, 4));
+}
+
 }  // namespace
 }  // namespace pricer

@@ -67,7 +67,8 @@ TEST(SummaryJson, IsOneFlatObject) {
             "\"wall_seconds\": 2, "
             "\"server_seconds\": 1.9, \"flops\": 258680000000, \"gflops_per_second\": 129.34, "
             "\"stats_out\": \"out/stats \\\"a\\\".csv\", \"full_out\": \"sc.npy\", "
-            "\"prices_out\": null, \"target\": null, \"columns_met_target\": null, "
+            "\"prices_out\": null, \"values_out\": null, \"target\": null, "
+            "\"columns_met_target\": null, "
             "\"columns_by_paths\": null}\n");
   // No time, no rate: null rather than an infinity JSON cannot hold.
   EXPECT_THAT(SummaryJson(Resumed(), 0.0, files), HasSubstr("\"gflops_per_second\": null"));

@@ -74,9 +74,10 @@ class FakeDeviceJob : public DeviceJob {
     return absl::OkStatus();
   }
 
-  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
+  absl::Status CopyPathColumns(const PathColumns& columns, float* out) override {
+    if (columns.values) return absl::UnimplementedError("the fake device prices no books");
     const int64_t paths = spec_.paths;
-    std::copy(st_.data() + issuer_begin * paths, st_.data() + issuer_end * paths, out);
+    std::copy(st_.data() + columns.begin * paths, st_.data() + columns.end * paths, out);
     return absl::OkStatus();
   }
 

@@ -74,6 +74,9 @@ std::vector<BadRequestCase> InstrumentCases() {
          SetInlineMatrix(TestMatrix(4, 3), 4, 3, &r);  // 4 issuers, 2 instruments
        },
        "scenarios.matrix.rows is 4: must equal the instrument count 2"},
+      {"InstrumentValuesWithoutABook",
+       [](auto& r) { r.mutable_output()->set_instrument_values(true); },
+       "output.instrument_values is true: needs instruments"},
   };
 }
 

@@ -14,8 +14,8 @@ class FlakyJob : public DeviceJob {
     if (absl::Status fault = fault_(spec_, shard, device_); !fault.ok()) return fault;
     return job_->RunShard(shard, out);
   }
-  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
-    return job_->CopyTerminalPrices(issuer_begin, issuer_end, out);
+  absl::Status CopyPathColumns(const PathColumns& columns, float* out) override {
+    return job_->CopyPathColumns(columns, out);
   }
 
  private:

@@ -120,10 +120,11 @@ class CpuDeviceJob : public DeviceJob {
     return stop.status();
   }
 
-  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
+  absl::Status CopyPathColumns(const PathColumns& columns, float* out) override {
     const int64_t paths = spec_.paths;
-    std::memcpy(out, paths_.st() + issuer_begin * paths,
-                static_cast<size_t>((issuer_end - issuer_begin) * paths) * sizeof(float));
+    const float* from = columns.values ? paths_.x() : paths_.st();  // X is V with a book
+    std::memcpy(out, from + columns.begin * paths,
+                static_cast<size_t>((columns.end - columns.begin) * paths) * sizeof(float));
     return absl::OkStatus();
   }
 

@@ -114,13 +114,14 @@ class CudaJob {
     return absl::OkStatus();
   }
 
-  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) {
+  absl::Status CopyPathColumns(const PathColumns& columns, float* out) {
     const int64_t paths = spec_.paths;
+    const float* from = columns.values ? x_ : st_.data();  // X is V with a book
     absl::MutexLock lock(&stream_mu_);
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
         name_,
-        cudaMemcpyAsync(out, st_.data() + issuer_begin * paths,
-                        static_cast<size_t>((issuer_end - issuer_begin) * paths) * sizeof(float),
+        cudaMemcpyAsync(out, from + columns.begin * paths,
+                        static_cast<size_t>((columns.end - columns.begin) * paths) * sizeof(float),
                         cudaMemcpyDeviceToHost, stream_.get())));
     return PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream_.get()));
   }
@@ -295,8 +296,8 @@ class CudaDeviceJob : public DeviceJob {
   absl::Status RunShard(const Shard& shard, ShardOutput* out) override {
     return OnDevice([&] { return job_->RunShard(shard, out); });
   }
-  absl::Status CopyTerminalPrices(int64_t issuer_begin, int64_t issuer_end, float* out) override {
-    return OnDevice([&] { return job_->CopyTerminalPrices(issuer_begin, issuer_end, out); });
+  absl::Status CopyPathColumns(const PathColumns& columns, float* out) override {
+    return OnDevice([&] { return job_->CopyPathColumns(columns, out); });
   }
 
  private:

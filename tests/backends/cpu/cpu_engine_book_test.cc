@@ -83,8 +83,11 @@ TEST(CpuEngineBookTest, OptionsExpiringAtTheHorizonAreTheirPayoffsOnEveryPath) {
     book.push_back(Option(i, InstrumentType::kCall, strikes[i], kMaturity));
     book.push_back(Option(i, InstrumentType::kPut, strikes[i], kMaturity));
   }
-  const JobResult r = RunJob(*engine, BookSpec(book, 2000));
+  JobSpec spec = BookSpec(book, 2000);
+  spec.output.instrument_values = true;
+  const JobResult r = RunJob(*engine, spec);
   ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.v, r.sc);  // A is the identity: SC is V, which the job also sent
   for (int64_t k = 0; k < 6; ++k) {
     const int64_t i = k / 2;
     for (int64_t p = 0; p < r.paths; ++p) {

@@ -34,7 +34,7 @@ void ForEachArray(Stats& a, Other& b, Body body) {
 
 // How many times each column and each issuer of a job arrived.
 struct Tally {
-  std::vector<int> column_seen, issuer_seen;
+  std::vector<int> column_seen, issuer_seen, instrument_seen;
 };
 
 // The result of `spec` before any chunk: NaN wherever a chunk must land.
@@ -58,27 +58,37 @@ JobResult EmptyResult(const JobSpec& spec, Tally* tally) {
         [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
   }
   if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
+  const auto instruments = static_cast<int64_t>(spec.instruments.size());
+  if (spec.output.instrument_values) {
+    tally->instrument_seen.assign(static_cast<size_t>(instruments), 0);
+    result.v.assign(static_cast<size_t>(instruments * paths), NAN);
+  }
   return result;
 }
 
-// Checks the shape of a chunk of terminal prices and copies it into `result`;
-// false, copying nothing, when it does not fit there.
-bool TakeTerminalPrices(const JobSpec& spec, const ResultChunk& chunk, JobResult* result,
-                        Tally* tally) {
+// Checks the shape of a chunk of terminal prices (or of a book's values)
+// and copies it into `result`; false, copying nothing, when it does not fit.
+bool TakePathColumns(const JobSpec& spec, const ResultChunk& chunk, JobResult* result,
+                     Tally* tally) {
+  const bool values = chunk.kind == ResultChunk::Kind::kInstrumentValues;
   const int64_t paths = spec.paths;
-  const int64_t issuers = spec.market.issuers();
+  const int64_t columns =
+      values ? static_cast<int64_t>(spec.instruments.size()) : spec.market.issuers();
   const int64_t width = chunk.end - chunk.begin;
-  EXPECT_TRUE(spec.output.terminal_prices);
+  EXPECT_TRUE(values ? spec.output.instrument_values : spec.output.terminal_prices);
   EXPECT_GE(chunk.begin, 0);
-  EXPECT_LE(chunk.end, issuers);
+  EXPECT_LE(chunk.end, columns);
   EXPECT_EQ(static_cast<int64_t>(chunk.values.size()), paths * width);
   EXPECT_EQ(chunk.statistics.values(), 0);
-  if (chunk.begin < 0 || chunk.end > issuers ||
-      static_cast<int64_t>(chunk.values.size()) != paths * width) {
+  std::vector<float>& to = values ? result->v : result->st;
+  if (chunk.begin < 0 || chunk.end > columns ||
+      static_cast<int64_t>(chunk.values.size()) != paths * width ||
+      static_cast<int64_t>(to.size()) != paths * columns) {
     return false;
   }
-  for (int64_t i = chunk.begin; i < chunk.end; ++i) ++tally->issuer_seen[static_cast<size_t>(i)];
-  std::copy(chunk.values.begin(), chunk.values.end(), result->st.begin() + chunk.begin * paths);
+  std::vector<int>& seen = values ? tally->instrument_seen : tally->issuer_seen;
+  for (int64_t i = chunk.begin; i < chunk.end; ++i) ++seen[static_cast<size_t>(i)];
+  std::copy(chunk.values.begin(), chunk.values.end(), to.begin() + chunk.begin * paths);
   return true;
 }
 
@@ -128,6 +138,10 @@ void ExpectEachOnce(const JobSpec& spec, const Tally& tally) {
   for (size_t i = 0; i < tally.issuer_seen.size(); ++i) {
     EXPECT_EQ(tally.issuer_seen[i], 1) << "issuer " << i;
     if (tally.issuer_seen[i] != 1) break;
+  }
+  for (size_t k = 0; k < tally.instrument_seen.size(); ++k) {
+    EXPECT_EQ(tally.instrument_seen[k], 1) << "instrument " << k;
+    if (tally.instrument_seen[k] != 1) break;
   }
 }
 
@@ -207,9 +221,9 @@ JobResult Collect(Job& job, std::chrono::seconds timeout) {
     EXPECT_LE(chunk->payload_bytes(), kMaxChunkPayloadBytes);
     EXPECT_EQ(chunk->rows, spec.paths);
     EXPECT_LT(chunk->begin, chunk->end);
-    const bool taken = chunk->kind == ResultChunk::Kind::kTerminalPrices
-                           ? TakeTerminalPrices(spec, *chunk, &result, &tally)
-                           : TakeScenarioColumns(spec, *chunk, &result, &tally);
+    const bool taken = chunk->kind == ResultChunk::Kind::kScenarioColumns
+                           ? TakeScenarioColumns(spec, *chunk, &result, &tally)
+                           : TakePathColumns(spec, *chunk, &result, &tally);
     if (!taken) continue;  // a chunk of the wrong shape is not released
     job.results().Release(chunk->payload_bytes());
   }

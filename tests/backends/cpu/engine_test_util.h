@@ -42,6 +42,7 @@ struct JobResult {
   // The selected statistics of columns [column_begin, column_end), by offset.
   ColumnStatistics statistics;
   std::vector<float> st;  // P x N, column-major
+  std::vector<float> v;   // a book's values, P x K, column-major
   int64_t chunks = 0;
   JobSummary summary;  // once drained
 
@@ -56,7 +57,7 @@ struct JobResult {
 
 // Pops every chunk of `job` until its stream is drained, releasing each one
 // as the reactor does, and checks each chunk's shape and that the chunks
-// tile the requested columns and issuers exactly once. Fails the test and
+// tile the requested columns, issuers and instruments exactly once. Fails the test and
 // cancels the job after `timeout` (times TimeScale()).
 JobResult Collect(Job& job, std::chrono::seconds timeout = std::chrono::seconds(60));
 

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pricer/v1/book.proto\x12\tpricer.v1\"\xd5\x01\n\nInstrument\x12\x0e\n\x06issuer\x18\x01 \x01(\x03\x12(\n\x04type\x18\x02 \x01(\x0e\x32\x1a.pricer.v1.Instrument.Type\x12\x0e\n\x06strike\x18\x03 \x01(\x01\x12\x0e\n\x06\x65xpiry\x18\x04 \x01(\x01\x12\x17\n\nvolatility\x18\x05 \x01(\x01H\x00\x88\x01\x01\"E\n\x04Type\x12\x0e\n\nTYPE_STOCK\x10\x00\x12\x10\n\x0cTYPE_FORWARD\x10\x01\x12\r\n\tTYPE_CALL\x10\x02\x12\x0c\n\x08TYPE_PUT\x10\x03\x42\r\n\x0b_volatilityb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14pricer/v1/book.proto\x12\tpricer.v1\"\xd5\x01\n\nInstrument\x12\x0e\n\x06issuer\x18\x01 \x01(\x03\x12(\n\x04type\x18\x02 \x01(\x0e\x32\x1a.pricer.v1.Instrument.Type\x12\x0e\n\x06strike\x18\x03 \x01(\x01\x12\x0e\n\x06\x65xpiry\x18\x04 \x01(\x01\x12\x17\n\nvolatility\x18\x05 \x01(\x01H\x00\x88\x01\x01\"E\n\x04Type\x12\x0e\n\nTYPE_STOCK\x10\x00\x12\x10\n\x0cTYPE_FORWARD\x10\x01\x12\r\n\tTYPE_CALL\x10\x02\x12\x0c\n\x08TYPE_PUT\x10\x03\x42\r\n\x0b_volatility\"g\n\x15InstrumentValuesChunk\x12\x18\n\x10instrument_begin\x18\x01 \x01(\x03\x12\x16\n\x0einstrument_end\x18\x02 \x01(\x03\x12\x0c\n\x04rows\x18\x03 \x01(\x03\x12\x0e\n\x06values\x18\x04 \x01(\x0c\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pricer.v1.book_pb2', globals())
@@ -24,4 +24,6 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _INSTRUMENT._serialized_end=249
   _INSTRUMENT_TYPE._serialized_start=165
   _INSTRUMENT_TYPE._serialized_end=234
+  _INSTRUMENTVALUESCHUNK._serialized_start=251
+  _INSTRUMENTVALUESCHUNK._serialized_end=354
 # @@protoc_insertion_point(module_scope)

@@ -24,3 +24,15 @@ class Instrument(_message.Message):
     type: Instrument.Type
     volatility: float
     def __init__(self, issuer: _Optional[int] = ..., type: _Optional[_Union[Instrument.Type, str]] = ..., strike: _Optional[float] = ..., expiry: _Optional[float] = ..., volatility: _Optional[float] = ...) -> None: ...
+
+class InstrumentValuesChunk(_message.Message):
+    __slots__ = ["instrument_begin", "instrument_end", "rows", "values"]
+    INSTRUMENT_BEGIN_FIELD_NUMBER: _ClassVar[int]
+    INSTRUMENT_END_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    instrument_begin: int
+    instrument_end: int
+    rows: int
+    values: bytes
+    def __init__(self, instrument_begin: _Optional[int] = ..., instrument_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ...) -> None: ...

@@ -16,6 +16,7 @@ from pricer_client._proto.statistics_pb2 import ColumnStatistics
 from pricer_client._proto.statistics_pb2 import PrecisionTarget
 from pricer_client._proto.statistics_pb2 import RoundStarted
 from pricer_client._proto.book_pb2 import Instrument
+from pricer_client._proto.book_pb2 import InstrumentValuesChunk
 DESCRIPTOR: _descriptor.FileDescriptor
 PRECISION_BF16: Precision
 PRECISION_FP32: Precision
@@ -130,16 +131,18 @@ class Matrix(_message.Message):
     def __init__(self, rows: _Optional[int] = ..., columns: _Optional[int] = ..., values: _Optional[bytes] = ...) -> None: ...
 
 class OutputOptions(_message.Message):
-    __slots__ = ["chunk_columns", "full", "statistics", "terminal_prices"]
+    __slots__ = ["chunk_columns", "full", "instrument_values", "statistics", "terminal_prices"]
     CHUNK_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
+    INSTRUMENT_VALUES_FIELD_NUMBER: _ClassVar[int]
     STATISTICS_FIELD_NUMBER: _ClassVar[int]
     TERMINAL_PRICES_FIELD_NUMBER: _ClassVar[int]
     chunk_columns: int
     full: bool
+    instrument_values: bool
     statistics: _statistics_pb2.StatisticsSelection
     terminal_prices: bool
-    def __init__(self, full: bool = ..., statistics: _Optional[_Union[_statistics_pb2.StatisticsSelection, _Mapping]] = ..., terminal_prices: bool = ..., chunk_columns: _Optional[int] = ...) -> None: ...
+    def __init__(self, full: bool = ..., statistics: _Optional[_Union[_statistics_pb2.StatisticsSelection, _Mapping]] = ..., terminal_prices: bool = ..., instrument_values: bool = ..., chunk_columns: _Optional[int] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ["chunk_columns", "device_plans", "devices", "shard_columns", "shard_count"]
@@ -156,18 +159,20 @@ class Plan(_message.Message):
     def __init__(self, shard_columns: _Optional[int] = ..., shard_count: _Optional[int] = ..., chunk_columns: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., device_plans: _Optional[_Iterable[_Union[DevicePlan, _Mapping]]] = ...) -> None: ...
 
 class PriceReply(_message.Message):
-    __slots__ = ["accepted", "chunk", "finished", "prices", "round"]
+    __slots__ = ["accepted", "chunk", "finished", "prices", "round", "values"]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
     PRICES_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
     accepted: JobAccepted
     chunk: ResultChunk
     finished: JobFinished
     prices: TerminalPricesChunk
     round: _statistics_pb2.RoundStarted
-    def __init__(self, accepted: _Optional[_Union[JobAccepted, _Mapping]] = ..., chunk: _Optional[_Union[ResultChunk, _Mapping]] = ..., prices: _Optional[_Union[TerminalPricesChunk, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ..., round: _Optional[_Union[_statistics_pb2.RoundStarted, _Mapping]] = ...) -> None: ...
+    values: _book_pb2.InstrumentValuesChunk
+    def __init__(self, accepted: _Optional[_Union[JobAccepted, _Mapping]] = ..., chunk: _Optional[_Union[ResultChunk, _Mapping]] = ..., prices: _Optional[_Union[TerminalPricesChunk, _Mapping]] = ..., finished: _Optional[_Union[JobFinished, _Mapping]] = ..., round: _Optional[_Union[_statistics_pb2.RoundStarted, _Mapping]] = ..., values: _Optional[_Union[_book_pb2.InstrumentValuesChunk, _Mapping]] = ...) -> None: ...
 
 class PriceRequest(_message.Message):
     __slots__ = ["antithetic", "column_begin", "column_end", "instruments", "market", "maturity", "output", "paths", "precision", "priority", "rate", "returns", "scenarios", "seed", "target"]
