@@ -44,9 +44,10 @@ print("deps", grpc.__version__, google.protobuf.__version__, numpy.__version__)
 
 # Run in the PyPI venv, which has pandas: one row per column, the same values
 # (the statistics' errors included, each after its statistic; with a target,
-# each column's paths and target_met last).
+# each column's paths and target_met last); a book given as a DataFrame is
+# the book of its rows as dicts.
 PANDAS = """
-import sys, numpy as np
+import sys, numpy as np, pandas
 from pricer_client import Client
 with Client(sys.argv[1]) as client:
     r = client.price(issuers=20, paths=500, seed=4, scenarios=300, column_begin=100,
@@ -65,6 +66,13 @@ assert list(targeted.columns) == ["v0", "var_0.99", "var_0.99_lo", "var_0.99_hi"
 assert (targeted["paths"].dtype, targeted["target_met"].dtype) == (np.int64, bool)
 assert np.array_equal(targeted["paths"].to_numpy(), t.column_paths)
 assert np.array_equal(targeted["target_met"].to_numpy(), t.target_met)
+# A book as a DataFrame (NaN cells, another column, any index): as its dicts.
+book = [dict(issuer=0, type="stock"), dict(issuer=1, type="Call", strike=6, expiry=1.5)]
+frame_book = pandas.DataFrame(book, index=[4, 2]).assign(desk="rates")
+with Client(sys.argv[1]) as client:
+    b = [client.price(issuers=2, paths=300, seed=4, scenarios=np.eye(2), instruments=books,
+                      full=True, statistics=None).full for books in (book, frame_book)]
+assert b[0].tobytes() == b[1].tobytes()
 print("pandas ok", len(frame), len(targeted))
 """
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SPLIT_WARM_UP
-from pricer_client._requests import column_span, price_request
+from pricer_client._requests import column_span, price_request, request_paths
 from pricer_client._results import Results
 
 
@@ -45,8 +45,9 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
     span = column_span(request)
     if span is None and split > 1:
         raise ValueError("split needs the column range: give column_end with scenario_set")
-    if isinstance(full, np.ndarray) and span is not None:
-        shape = (request.paths, span[1] - span[0])
+    paths = request_paths(request)
+    if isinstance(full, np.ndarray) and span is not None and paths is not None:
+        shape = (paths, span[1] - span[0])
         if full.shape != shape or full.dtype != np.float32:
             raise ValueError(f"full is a {full.dtype} array of shape {full.shape}: must be "
                              f"float32 of shape {shape} (paths, columns)")

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from pricer_client._book import set_instruments, set_returns
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SEED_PRESET
 from pricer_client._statistics import statistics_selection, with_errors
@@ -86,7 +87,18 @@ def _set_market(request, spot, volatility, issuers, seed, correlation):
     return count
 
 
-def _set_scenarios(request, scenarios, scenario_set, seed, issuers):
+def _paths(paths, returns):
+    """The request's paths: required (>= 1) for GBM paths; with historical
+    returns 0 (the default: the returns' rows) or their rows."""
+    if paths is None:
+        if returns is None:
+            raise TypeError("paths is missing: give the number of paths (only historical "
+                            "returns give their own)")
+        return 0
+    return _integer("paths", paths, 1 if returns is None else 0)
+
+
+def _set_scenarios(request, scenarios, scenario_set, seed, rows):
     if scenario_set is not None and scenarios is not None:
         raise ValueError("give scenarios or scenario_set, not both")
     if scenario_set is not None:
@@ -100,9 +112,10 @@ def _set_scenarios(request, scenarios, scenario_set, seed, issuers):
         generated.value_max = SEED_PRESET.scenario_value_max
     elif scenarios is not None:
         a = np.asarray(scenarios)
-        if a.ndim != 2 or a.shape[0] != issuers or a.shape[1] == 0:
-            raise ValueError(f"scenarios has shape {a.shape}: must be ({issuers}, M), one row "
-                             "per issuer")
+        if a.ndim != 2 or a.shape[0] != rows or a.shape[1] == 0:
+            per = "instrument" if request.instruments else "issuer"
+            raise ValueError(f"scenarios has shape {a.shape}: must be ({rows}, M), one row "
+                             f"per {per}")
         request.scenarios.matrix.rows, request.scenarios.matrix.columns = a.shape
         request.scenarios.matrix.values = np.asfortranarray(a, dtype="<f4").tobytes(order="F")
     else:
@@ -138,9 +151,9 @@ def _set_target(request, named, target, max_paths):
 
 
 def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, correlation,
-                  antithetic, scenarios, scenario_set, column_begin, column_end, statistics,
-                  errors, error_confidence, moments_from_covariance, full, terminal_prices,
-                  priority, precision, target, max_paths):
+                  antithetic, scenarios, scenario_set, column_begin, column_end, instruments,
+                  returns, statistics, errors, error_confidence, moments_from_covariance, full,
+                  terminal_prices, priority, precision, target, max_paths):
     """(the PriceRequest of Client.price()'s arguments, (name, kind, level,
     part) of each statistics column: with errors or a target, each item's
     errors after it)."""
@@ -150,7 +163,7 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
     target = None if target is None else as_target(target)
     error_confidence = _errors_and_confidence(errors, error_confidence)
     request = pricer_pb2.PriceRequest(
-        paths=_integer("paths", paths, 1), seed=_integer("seed", seed, 0, 2**64 - 1),
+        paths=_paths(paths, returns), seed=_integer("seed", seed, 0, 2**64 - 1),
         rate=_number("rate", rate), maturity=_number("maturity", maturity),
         column_begin=_integer("column_begin", column_begin, 0),
         column_end=_integer("column_end", column_end, 0), antithetic=bool(antithetic),
@@ -162,7 +175,9 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
         raise ValueError(f"column_end is {column_end}: must be above column_begin "
                          f"{column_begin} (or 0: the last column)")
     issuers = _set_market(request, spot, volatility, issuers, request.seed, correlation)
-    _set_scenarios(request, scenarios, scenario_set, request.seed, issuers)
+    set_returns(request, returns, issuers)
+    rows = set_instruments(request, instruments, issuers)
+    _set_scenarios(request, scenarios, scenario_set, request.seed, rows)
     named = []
     if moments_from_covariance and statistics == ("mean", "stddev", "min", "max"):
         statistics = ("mean", "stddev")  # the default, less what ST's covariance cannot give
@@ -192,3 +207,12 @@ def column_span(request):
         source.matrix.columns if source.HasField("matrix") else
         source.generated.columns if source.HasField("generated") else 0)
     return (begin, end) if end > begin else None
+
+
+def request_paths(request):
+    """P, unless only the server knows it (historical returns from a stored
+    set, with paths 0): None."""
+    if request.paths or not request.HasField("returns"):
+        return request.paths
+    returns = request.returns
+    return returns.matrix.rows if returns.HasField("matrix") else None

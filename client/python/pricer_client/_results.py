@@ -22,6 +22,7 @@ class PriceResult:
         (int64, P x 2^k), else None
     target_met: with a target, whether each column's error met it (bool;
         False: max_paths came first), else None
+    instruments: K, the instruments of the request's book (0 without one)
     """
 
     column_begin: int
@@ -35,6 +36,7 @@ class PriceResult:
     flops: float
     column_paths: Optional[np.ndarray] = None
     target_met: Optional[np.ndarray] = None
+    instruments: int = 0
 
     def _columns(self):
         """(name, values, how a value is written) of each column after
@@ -136,7 +138,7 @@ class Results:
             names = ["v0"] + [name for name, *_ in self._named]
             self._result = PriceResult(begin, end, accepted.paths, accepted.issuers,
                                        {name: np.full(end - begin, np.nan) for name in names},
-                                       sc, None, 0.0, 0.0)
+                                       sc, None, 0.0, 0.0, instruments=accepted.instruments)
             if self._max_paths is not None:
                 self._result.column_paths = np.zeros(end - begin, dtype=np.int64)
                 self._result.target_met = np.zeros(end - begin, dtype=bool)
