@@ -261,12 +261,15 @@ absl::Status CheckMomentsShortcut(const v1::PriceRequest& request, const JobSpec
   if (spec.output.full) {
     return Invalid("output.full", "true", "must be false with moments_from_covariance (no SC)");
   }
-  if (spec.market.issuers() > kMaxCovarianceIssuers) {
+  if (spec.position_rows() > kMaxCovarianceIssuers) {
     const bool drawn = request.market().has_generated();
-    return Invalid(drawn ? "market.generated.issuers" : "market.explicit.spot size",
-                   spec.market.issuers(),
+    const char* field = !spec.instruments.empty() ? "instruments size"
+                        : drawn                   ? "market.generated.issuers"
+                                                  : "market.explicit.spot size";
+    return Invalid(field, spec.position_rows(),
                    absl::StrCat("must be <= ", kMaxCovarianceIssuers,
-                                " with moments_from_covariance (ST's N x N covariance)"));
+                                " with moments_from_covariance (the N x N or K x K covariance "
+                                "of ST or V)"));
   }
   return absl::OkStatus();
 }

@@ -156,6 +156,34 @@ TEST(CpuEngineBookTest, DiscountedValuesAverageToBlackScholesToday) {
   ExpectStatisticsOfFullResult(r, spec, r.statistics.v0);
 }
 
+TEST(CpuEngineBookTest, TheMomentsShortcutTakesTheBooksCovariance) {
+  auto engine = MakeEngine();
+  std::vector<Instrument> book;
+  for (int64_t i = 0; i < 3; ++i) {
+    book.push_back(Option(i, InstrumentType::kCall, 10, 2.0));
+    book.push_back(Option(i, InstrumentType::kPut, 9, 1.5));
+  }
+  auto run = [&](bool shortcut) {
+    JobSpec spec = MakeSpec(BookMarket(), 4000, kSeed,
+                            ScenarioMatrix::Generated(6, 300, kScenarioSeed, -1.0f, 1.0f),
+                            Output(false, true, false));
+    spec.output.statistics.min = spec.output.statistics.max = false;
+    spec.output.statistics.from_covariance = shortcut;
+    spec.instruments = book;
+    return RunJob(*engine, spec);
+  };
+  const JobResult shortcut = run(true), gemm = run(false);
+  ASSERT_TRUE(shortcut.status.ok()) << shortcut.status;
+  ASSERT_TRUE(gemm.status.ok()) << gemm.status;
+  for (size_t j = 0; j < 300; ++j) {
+    EXPECT_EQ(shortcut.statistics.v0[j], gemm.statistics.v0[j]);
+    // The GEMM path rounds SC to float32: 1e-6 of the scale of the column.
+    const double scale = gemm.statistics.stddev[j] + std::abs(gemm.statistics.mean[j]);
+    EXPECT_NEAR(shortcut.statistics.mean[j], gemm.statistics.mean[j], 1e-6 * scale) << j;
+    EXPECT_NEAR(shortcut.statistics.stddev[j], gemm.statistics.stddev[j], 1e-5 * scale) << j;
+  }
+}
+
 // R (P x N) of a few percent, from a fixed LCG.
 std::shared_ptr<std::vector<float>> Returns(int64_t paths, int64_t issuers) {
   auto r = std::make_shared<std::vector<float>>(static_cast<size_t>(paths * issuers));
