@@ -136,6 +136,15 @@ absl::StatusOr<std::vector<Instrument>> ToInstruments(const v1::PriceRequest& re
   return instruments;
 }
 
+absl::Status CheckBookOutput(const JobSpec& spec) {
+  if (spec.output.instrument_values && spec.instruments.empty()) {
+    return Invalid("output.instrument_values", "true",
+                   "needs instruments (without a book the paths' values are ST: "
+                   "output.terminal_prices)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ToReturns(const v1::PriceRequest& request, const ScenarioStore& store,
                        Preparation* prep, JobSpec* spec) {
   if (!request.has_returns()) return absl::OkStatus();

@@ -30,6 +30,10 @@ absl::Status CheckLogReturns(absl::string_view field, const std::vector<float>& 
 absl::StatusOr<std::vector<Instrument>> ToInstruments(const v1::PriceRequest& request,
                                                       const Market& market);
 
+// OutputOptions.instrument_values needs a book: INVALID_ARGUMENT naming it
+// when `spec` (its instruments and output set) has none.
+absl::Status CheckBookOutput(const JobSpec& spec);
+
 // The historical returns of `request`, if any, into `spec` (whose market is
 // set): spec->returns with its shape (a stored set's values left to `prep`)
 // and spec->paths = its rows; the fields refused with them named. Without

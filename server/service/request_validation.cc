@@ -384,11 +384,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
 
   RETURN_IF_ERROR(ToColumns(request, spec.scenarios.columns(), &spec));
   ASSIGN_OR_RETURN(spec.output, ToOutput(request.output()));
-  if (spec.output.instrument_values && spec.instruments.empty()) {
-    return Invalid("output.instrument_values", "true",
-                   "needs instruments (without a book the paths' values are ST: "
-                   "output.terminal_prices)");
-  }
+  RETURN_IF_ERROR(CheckBookOutput(spec));
   ASSIGN_OR_RETURN(spec.target, ToTarget(request, &spec));
   RETURN_IF_ERROR(CheckMomentsShortcut(request, spec));
 
