@@ -45,7 +45,7 @@ print("deps", grpc.__version__, google.protobuf.__version__, numpy.__version__)
 # Run in the PyPI venv, which has pandas: one row per column, the same values
 # (the statistics' errors included, each after its statistic; with a target,
 # each column's paths and target_met last); a book given as a DataFrame is
-# the book of its rows as dicts.
+# the book of its rows as dicts; a labelled market's labels name issuers.
 PANDAS = """
 import sys, numpy as np, pandas
 from pricer_client import Client
@@ -72,6 +72,22 @@ frame_book = pandas.DataFrame(book, index=[4, 2]).assign(desk="rates")
 with Client(sys.argv[1]) as client:
     b = [client.price(issuers=2, paths=300, seed=4, scenarios=np.eye(2), instruments=books,
                       full=True, statistics=None).full for books in (book, frame_book)]
+assert b[0].tobytes() == b[1].tobytes()
+# A labelled market (spot a Series indexed by label): its labels name issuers.
+spot = pandas.Series([7.0, 9.0], index=["ACME", "Initech"])
+labelled = [dict(issuer="Initech", type="put", strike=8, expiry=1),
+            dict(issuer="ACME", type="stock")]
+by_index = [dict(issuer=1, type="put", strike=8, expiry=1), dict(issuer=0, type="stock")]
+with Client(sys.argv[1]) as client:
+    b = [client.price(spot=spot, volatility=[0.2, 0.3], paths=300, seed=4, scenarios=np.eye(2),
+                      instruments=books, full=True, statistics=None).full
+         for books in (labelled, by_index)]
+    try:
+        client.price(spot=spot, volatility=[0.2, 0.3], paths=300, scenarios=np.eye(1),
+                     instruments=[dict(issuer="Globex", type="stock")])
+        raise AssertionError("an unknown label was accepted")
+    except ValueError as error:
+        assert "instruments[0].issuer is 'Globex'" in str(error), error
 assert b[0].tobytes() == b[1].tobytes()
 print("pandas ok", len(frame), len(targeted))
 """

@@ -45,16 +45,34 @@ def _missing(value):
                              and math.isnan(value))
 
 
-def _issuer(where, value, issuers):
+def _issuer(where, value, issuers, labels):
+    """An issuer's index from its index or, with `labels` (a labelled
+    market's {label: index}), its label."""
     if isinstance(value, str):
-        raise ValueError(f"{where}.issuer is {value!r}: the market has no labels to resolve it "
-                         "against: give the issuer's index from 0")
+        if value in labels:
+            return labels[value]
+        if not labels:
+            raise ValueError(f"{where}.issuer is {value!r}: the market has no labels to resolve "
+                             "it against (give spot as a pandas Series indexed by label), or "
+                             "give the issuer's index from 0")
+        raise ValueError(f"{where}.issuer is {value!r}: not a label of the market (spot's "
+                         "index)")
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{where}.issuer must be an issuer's index (an integer), not {value!r}")
     if not 0 <= value < issuers:
         raise ValueError(f"{where}.issuer is {value}: must be in [0, {issuers - 1}], the index "
                          f"of one of the market's {issuers} issuers")
     return int(value)
+
+
+def market_labels(spot):
+    """{label: index} of a market whose spot is a pandas Series with string
+    labels (its index); {} otherwise."""
+    index = getattr(spot, "index", None)
+    if index is None or callable(index):  # a list's index() is a method
+        return {}
+    labels = {label: k for k, label in enumerate(index) if isinstance(label, str)}
+    return labels if len(labels) == len(index) else {}
 
 
 def _kind(where, value):
@@ -72,14 +90,15 @@ def _number(where, name, value):
     return float(value)
 
 
-def _instrument(where, row, issuers):
+def _instrument(where, row, issuers, labels):
     """One row as an Instrument; the server checks the ranges of strike,
     expiry (>= maturity) and volatility, naming the field."""
     for name in ("issuer", "type"):
         if _missing(row.get(name)):
             raise ValueError(f"{where}.{name} is missing")
     kind = _kind(where, row["type"])
-    instrument = book_pb2.Instrument(issuer=_issuer(where, row["issuer"], issuers), type=kind)
+    instrument = book_pb2.Instrument(issuer=_issuer(where, row["issuer"], issuers, labels),
+                                     type=kind)
     if kind != book_pb2.Instrument.TYPE_STOCK:  # a stock's strike and expiry are ignored
         for name in ("strike", "expiry"):
             if _missing(row.get(name)):
@@ -91,17 +110,19 @@ def _instrument(where, row, issuers):
     return instrument
 
 
-def set_instruments(request: pricer_pb2.PriceRequest, instruments, issuers: int) -> int:
+def set_instruments(request: pricer_pb2.PriceRequest, instruments, issuers: int,
+                    labels=None) -> int:
     """request.instruments from price()'s `instruments` (None: the issuers'
-    stocks) on a market of `issuers`; the rows the scenario matrix needs:
-    one per instrument, or per issuer without a book."""
+    stocks) on a market of `issuers`, labelled by `labels` (market_labels)
+    when it is; the rows the scenario matrix needs: one per instrument, or
+    per issuer without a book."""
     if instruments is None:
         return issuers
     rows = _rows(instruments)
     if len(rows) == 0:
         raise ValueError("instruments is empty: give at least one instrument, or None for the "
                          "issuers' stocks")
-    request.instruments.extend(_instrument(f"instruments[{k}]", row, issuers)
+    request.instruments.extend(_instrument(f"instruments[{k}]", row, issuers, labels or {})
                                for k, row in enumerate(rows))
     return len(rows)
 

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from pricer_client._book import set_instruments, set_returns
+from pricer_client._book import market_labels, set_instruments, set_returns
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SEED_PRESET
 from pricer_client._statistics import statistics_selection, with_errors
@@ -176,7 +176,7 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
                          f"{column_begin} (or 0: the last column)")
     issuers = _set_market(request, spot, volatility, issuers, request.seed, correlation)
     set_returns(request, returns, issuers)
-    rows = set_instruments(request, instruments, issuers)
+    rows = set_instruments(request, instruments, issuers, market_labels(spot))
     _set_scenarios(request, scenarios, scenario_set, request.seed, rows)
     named = []
     if moments_from_covariance and statistics == ("mean", "stddev", "min", "max"):

@@ -33,7 +33,8 @@ from upload().
 `instruments`: a book of K instruments in place of the issuers' stocks,
 valued on every path at the horizon (docs/risk.md, "Books and historical
 scenarios"): a pandas DataFrame or a sequence of mappings (dicts), one
-instrument a row, with `issuer` (its index in the market, from 0),
+instrument a row, with `issuer` (its index in the market, from 0, or
+its label when `spot` is a pandas Series indexed by labels),
 `type` ("stock", "forward", "call" or "put", any case), `strike` and
 `expiry` (years from today, >= maturity; both required but for a stock)
 and optionally `volatility` (None or NaN: the issuer's); other columns
