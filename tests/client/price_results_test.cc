@@ -69,8 +69,12 @@ class PriceResultsTest : public ::testing::Test {
  protected:
   void TearDown() override { std::filesystem::remove(csv_); }
 
+  // One file per test: ctest runs this binary's tests in parallel processes.
   const std::string csv_ =
-      (std::filesystem::temp_directory_path() / "price_results_test_stats.csv").string();
+      (std::filesystem::temp_directory_path() /
+       (std::string("price_results_test_") +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv"))
+          .string();
 };
 
 // Each statistic followed by its errors, each value the shortest decimal
