@@ -184,6 +184,37 @@ TEST(CpuEngineBookTest, TheMomentsShortcutTakesTheBooksCovariance) {
   }
 }
 
+// V is resident beside ST and the planner counts it: 3 MB holds ST (24 KB)
+// and a 256-column shard (2.3 MB) but not V (2.4 MB) too, so the book's job
+// is refused naming V while the job without the book is priced; with 5 MB
+// the book is priced and its peak holds V.
+TEST(CpuEngineBookTest, ThePlannerCountsTheBooksValues) {
+  auto book_spec = [](bool book) {
+    const int64_t rows = book ? 300 : 3;
+    JobSpec spec = MakeSpec(BookMarket(), 2000, kSeed,
+                            ScenarioMatrix::Generated(rows, 512, kScenarioSeed, 0.0f, 1.0f),
+                            Output(false, true, false), kColumnAlignment);
+    if (book) spec.instruments.assign(300, Option(1, InstrumentType::kCall, 10, 2.0));
+    return spec;
+  };
+  auto tight = MakeEngine(3 << 20, 1, 1);
+  const absl::StatusOr<std::shared_ptr<Job>> refused = tight->Submit(book_spec(true));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("instrument values for 300 instruments"),
+            std::string::npos)
+      << refused.status();
+  const JobResult plain = RunJob(*tight, book_spec(false));
+  ASSERT_TRUE(plain.status.ok()) << plain.status;
+
+  auto roomy = MakeEngine(5 << 20, 1, 1);
+  const JobResult priced = RunJob(*roomy, book_spec(true));
+  ASSERT_TRUE(priced.status.ok()) << priced.status;
+  const int64_t v_bytes = int64_t{2000} * 300 * 4;
+  EXPECT_GE(roomy->DeviceStatuses()[0].peak_bytes, v_bytes);
+  EXPECT_LE(roomy->DeviceStatuses()[0].peak_bytes, 5 << 20);
+}
+
 // R (P x N) of a few percent, from a fixed LCG.
 std::shared_ptr<std::vector<float>> Returns(int64_t paths, int64_t issuers) {
   auto r = std::make_shared<std::vector<float>>(static_cast<size_t>(paths * issuers));
