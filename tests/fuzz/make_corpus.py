@@ -76,7 +76,21 @@ def price_requests(pb):
     targeted.CopyFrom(generated)
     targeted.target.CopyFrom(pb.PrecisionTarget(
         statistic=pb.PrecisionTarget.STATISTIC_VAR, level=0.99, relative=0.02, max_paths=64))
+    # A book of a call, a put and a stock on 2 issuers (A: 3 rows), on
+    # historical returns of 4 scenarios (P x N = 4 x 2), V sent back.
+    book = request(spot=[5.0, 7.5], volatility=[0.2, 0.3])
+    book.paths = 0
+    book.instruments.extend([
+        pb.Instrument(issuer=0, type=pb.Instrument.TYPE_CALL, strike=5, expiry=1.5),
+        pb.Instrument(issuer=1, type=pb.Instrument.TYPE_PUT, strike=7, expiry=1.0,
+                      volatility=0.25),
+        pb.Instrument(issuer=1, type=pb.Instrument.TYPE_STOCK)])
+    book.returns.matrix.CopyFrom(pb.Matrix(rows=4, columns=2,
+                                           values=floats([0.1, -0.2, 0.05, 0, 0.3, 0.1, -0.1, 0])))
+    book.scenarios.generated.columns = 4
+    book.output.instrument_values = True
     return {"generated": generated.SerializeToString(), "inline": inline.SerializeToString(),
+            "book-historical": book.SerializeToString(),
             "targeted": targeted.SerializeToString(),
             "correlated": correlated.SerializeToString(), "stored": stored.SerializeToString(), "large-generated": large.SerializeToString(),
             "bad-market": bad.SerializeToString(), "garbage": b"\xff\xff\xff"}
@@ -98,7 +112,10 @@ def journals(pb):
         job_id="j1", issuers=2, paths=16, column_begin=0, column_end=8)))
     chunk = record(pb.PriceReply(chunk=pb.ResultChunk(column_begin=0, column_end=4, rows=2)))
     prices = record(pb.PriceReply(prices=pb.TerminalPricesChunk(issuer_begin=0, issuer_end=2)))
+    values = record(pb.PriceReply(values=pb.InstrumentValuesChunk(instrument_begin=0,
+                                                                  instrument_end=3)))
     return {"header-only": header, "records": header + accepted + chunk + prices,
+            "book-records": header + accepted + chunk + values,
             "torn": header + accepted + chunk[:-2], "other-run": header.replace(b"0123", b"4567"),
             "not-a-journal": b"hello\n"}
 
@@ -121,8 +138,11 @@ def price_replies(pb):
                       0.1, 0.2], target_met=[True, False]))).SerializeToString())
     values_first = (pb.PriceReply(chunk=pb.ResultChunk(values=floats([7, 8]))).SerializeToString()
                     + pb.PriceReply(chunk=pb.ResultChunk(column_end=1, rows=2)).SerializeToString())
+    book_values = pb.PriceReply(values=pb.InstrumentValuesChunk(
+        instrument_begin=1, instrument_end=3, rows=2, values=floats([1, 2, 3, 4])))
     return {"chunk": b"\x55" + chunk.SerializeToString(),
             "prices": b"\xff" + prices.SerializeToString(),
+            "instrument-values": b"\x33" + book_values.SerializeToString(),
             "accepted": b"\x00" + accepted.SerializeToString(),
             "values-first": b"\x0f" + values_first,
             "chunk-then-finished": b"\x01" + chunk.SerializeToString()
@@ -155,6 +175,15 @@ def main():
             "issuer-shuffled": b" sector , volatility,issuer, spot\ntech, 0.2 ,A, 5\nbank,0.3,B,7\n",
             "quoted": b'"issuer",spot,volatility\r\n"ACME, Inc.",5,0.2\r\n "a ""b""" ,7,"0.3"\r\n',
             "open-quote": b'issuer,spot,volatility\n"ACME,5,0.2\n',
+        },
+        "fuzz_instruments_csv": {
+            "labels": b"issuer,type,strike,expiry,volatility\nACME,call,105,1.5,\nB,PUT,95,1,0.3\n",
+            "pandas": b",expiry,type,issuer,desk,strike\n0,1.0,call,0,rates,8\n1,,stock,1,x,\n",
+            "bad-type": b"issuer,type,strike,expiry\n0,swap,8,1\n",
+            "unknown-label": b"issuer,type,strike,expiry\nGlobex,call,8,1\n",
+            "missing-strike": b"issuer,type,strike,expiry\n0,call,,1\n",
+            "no-header": b"0,call,8,1\n",
+            "quoted": b'issuer,type,strike,expiry\n"ACME, Inc.",forward,"1e2",2\n',
         },
         "fuzz_correlation_csv": {
             "2x2": b"1,0.5\n0.5,1\n",

@@ -46,6 +46,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     values = parsed.prices().values();
     parsed.mutable_prices()->clear_values();
   }
+  if (parsed.has_values()) {
+    values = parsed.values().values();
+    parsed.mutable_values()->clear_values();
+  }
   // Compared serialised: a NaN is not equal to itself, its bytes are.
   if (parsed.SerializeAsString() != decoded.message.SerializeAsString()) std::abort();
   if (decoded.values.ToString() != values) std::abort();

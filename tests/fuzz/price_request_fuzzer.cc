@@ -49,14 +49,25 @@ bool TargetConsistent(const pricer::JobSpec& spec) {
 bool Consistent(const pricer::JobSpec& spec) {
   const pricer::ScenarioMatrix& a = spec.scenarios;
   const int64_t n = spec.market.issuers();
-  if (n < 1 || spec.market.volatility.size() != spec.market.spot.size() || a.rows() != n) {
+  const int64_t rows = spec.position_rows();  // of A: N, or K instruments
+  if (n < 1 || spec.market.volatility.size() != spec.market.spot.size() || a.rows() != rows) {
     return false;
+  }
+  for (const pricer::Instrument& instrument : spec.instruments) {
+    if (instrument.issuer < 0 || instrument.issuer >= n) return false;
+  }
+  if (spec.historical()) {
+    const pricer::ScenarioMatrix& r = *spec.returns;
+    if (r.rows() != spec.paths || r.columns() != n || r.shared_values() == nullptr ||
+        r.shared_values()->size() != size_t(n * spec.paths)) {
+      return false;
+    }
   }
   if (spec.market.correlated() && spec.market.correlation_factor.size() != size_t(n * n)) {
     return false;
   }
   if (!a.generated() &&
-      (a.shared_values() == nullptr || a.shared_values()->size() != size_t(n * a.columns()))) {
+      (a.shared_values() == nullptr || a.shared_values()->size() != size_t(rows * a.columns()))) {
     return false;
   }
   return 0 <= spec.column_begin && spec.column_begin < spec.column_end &&
