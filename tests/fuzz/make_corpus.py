@@ -151,6 +151,20 @@ def price_replies(pb):
             "garbage": b"\x03\x12\xff\xff"}
 
 
+def instruments_csvs():
+    """The instruments file's seeds (fuzz_instruments_csv): labels, pandas'
+    index column, a bad type, an unknown label, a missing strike."""
+    return {
+        "labels": b"issuer,type,strike,expiry,volatility\nACME,call,105,1.5,\nB,PUT,95,1,0.3\n",
+        "pandas": b",expiry,type,issuer,desk,strike\n0,1.0,call,0,rates,8\n1,,stock,1,x,\n",
+        "bad-type": b"issuer,type,strike,expiry\n0,swap,8,1\n",
+        "unknown-label": b"issuer,type,strike,expiry\nGlobex,call,8,1\n",
+        "missing-strike": b"issuer,type,strike,expiry\n0,call,,1\n",
+        "no-header": b"0,call,8,1\n",
+        "quoted": b'issuer,type,strike,expiry\n"ACME, Inc.",forward,"1e2",2\n',
+    }
+
+
 def main():
     pb = load_protos()
     f4 = floats([1, 2, 3, 4, 5, 6])
@@ -176,15 +190,6 @@ def main():
             "quoted": b'"issuer",spot,volatility\r\n"ACME, Inc.",5,0.2\r\n "a ""b""" ,7,"0.3"\r\n',
             "open-quote": b'issuer,spot,volatility\n"ACME,5,0.2\n',
         },
-        "fuzz_instruments_csv": {
-            "labels": b"issuer,type,strike,expiry,volatility\nACME,call,105,1.5,\nB,PUT,95,1,0.3\n",
-            "pandas": b",expiry,type,issuer,desk,strike\n0,1.0,call,0,rates,8\n1,,stock,1,x,\n",
-            "bad-type": b"issuer,type,strike,expiry\n0,swap,8,1\n",
-            "unknown-label": b"issuer,type,strike,expiry\nGlobex,call,8,1\n",
-            "missing-strike": b"issuer,type,strike,expiry\n0,call,,1\n",
-            "no-header": b"0,call,8,1\n",
-            "quoted": b'issuer,type,strike,expiry\n"ACME, Inc.",forward,"1e2",2\n',
-        },
         "fuzz_correlation_csv": {
             "2x2": b"1,0.5\n0.5,1\n",
             "3x3": b"1,0,0\n0,1,0.25\n0,0.25,1\n",
@@ -196,6 +201,7 @@ def main():
             "label-column": b"A, 1, 0.3\nB, 0.3, 1\n",
             "quoted": b',"A, Inc.","B ""b"""\n"A, Inc.",1,0.3\n"B ""b""",0.3,1\n',
         },
+        "fuzz_instruments_csv": instruments_csvs(),
         "fuzz_progress_journal": journals(pb),
         "fuzz_price_reply": price_replies(pb),
         "fuzz_upload_assembler": {},
