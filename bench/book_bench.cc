@@ -55,7 +55,7 @@ Book MakeBook(int64_t paths, int64_t issuers, int64_t per_issuer, std::mt19937& 
     }
     for (int64_t k = 0; k < per_issuer; ++k) {
       const auto type = k % 2 == 0 ? pricer::InstrumentType::kCall : pricer::InstrumentType::kPut;
-      book.terms.push_back({i, type, spot, 0.5, 0.02, sigma});
+      book.terms.push_back(pricer::TermsOf(i, type, spot, 0.5, 0.02, sigma));
     }
   }
   return book;

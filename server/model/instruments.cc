@@ -1,5 +1,7 @@
 #include "server/model/instruments.h"
 
+#include <cmath>
+
 #include "server/model/job_spec.h"
 
 namespace pricer {
@@ -12,14 +14,20 @@ std::vector<InstrumentTerms> TermsAt(const Market& market,
   for (const Instrument& instrument : instruments) {
     const auto issuer = static_cast<size_t>(instrument.issuer);
     terms.push_back(
-        InstrumentTerms{instrument.issuer, instrument.type, instrument.strike,
-                        instrument.type == InstrumentType::kStock ? 0.0 : instrument.expiry - time,
-                        market.rate, instrument.volatility.value_or(market.volatility[issuer])});
+        TermsOf(instrument.issuer, instrument.type, instrument.strike,
+                instrument.type == InstrumentType::kStock ? 0.0 : instrument.expiry - time,
+                market.rate, instrument.volatility.value_or(market.volatility[issuer])));
   }
   return terms;
 }
 
 }  // namespace
+
+InstrumentTerms TermsOf(int64_t issuer, InstrumentType type, double strike, double tau,
+                        double rate, double volatility) {
+  return InstrumentTerms{issuer, type, strike * std::exp(-rate * tau),
+                         volatility * std::sqrt(tau)};
+}
 
 std::vector<InstrumentTerms> TermsAtHorizon(const Market& market,
                                             const std::vector<Instrument>& instruments) {

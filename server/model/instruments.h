@@ -27,16 +27,18 @@ struct Instrument {
   std::optional<double> volatility;
 };
 
-// What revaluing one instrument takes, in float64: the time left `tau`
-// (expiry - the valuation time), the rate and the volatility.
+// What revaluing one instrument takes, computed once per job (TermsOf) so
+// that the per-path formula holds no exp or sqrt of its own: its
+// discounted strike K e^{-r tau} and width sigma sqrt(tau), for the time
+// left tau (expiry - the valuation time), in float64.
 struct InstrumentTerms {
   int64_t issuer = 0;
   InstrumentType type = InstrumentType::kStock;
-  double strike = 0;
-  double tau = 0;
-  double rate = 0;
-  double volatility = 0;
+  double discounted_strike = 0;
+  double width = 0;
 };
+InstrumentTerms TermsOf(int64_t issuer, InstrumentType type, double strike, double tau,
+                        double rate, double volatility);
 
 // Phi(x), the standard normal distribution function (0.7071... = 1 / sqrt(2)).
 PRICER_HOST_DEVICE inline double StandardNormalCdf(double x) {
@@ -49,9 +51,9 @@ PRICER_HOST_DEVICE inline double StandardNormalCdf(double x) {
 // call - put = forward.
 PRICER_HOST_DEVICE inline double InstrumentValue(const InstrumentTerms& t, double s) {
   if (t.type == InstrumentType::kStock) return s;
-  const double strike = t.strike * exp(-t.rate * t.tau);  // K e^{-r tau}
+  const double strike = t.discounted_strike;
   if (t.type == InstrumentType::kForward) return s - strike;
-  const double width = t.volatility * sqrt(t.tau);  // sigma sqrt(tau)
+  const double width = t.width;
   const bool call = t.type == InstrumentType::kCall;
   if (!(width > 0)) return call ? fmax(s - strike, 0.0) : fmax(strike - s, 0.0);
   const double d1 = (log(s / strike) + 0.5 * width * width) / width;

@@ -15,7 +15,7 @@ namespace {
 
 InstrumentTerms Terms(InstrumentType type, double strike, double tau, double rate,
                       double volatility) {
-  return InstrumentTerms{0, type, strike, tau, rate, volatility};
+  return TermsOf(0, type, strike, tau, rate, volatility);
 }
 
 // Black-Scholes written with erf and the undiscounted forward, a second form.
@@ -99,11 +99,13 @@ TEST(InstrumentsTest, TermsTakeTheHorizonTheRateAndTheIssuersVolatility) {
   book[1] = {0, InstrumentType::kPut, 9, 0.5, 0.25};
   book[2] = {1, InstrumentType::kStock, 0, 0, std::nullopt};
   const std::vector<InstrumentTerms> horizon = TermsAtHorizon(market, book);
-  EXPECT_DOUBLE_EQ(horizon[0].tau, 1.0);
-  EXPECT_DOUBLE_EQ(horizon[0].volatility, 0.4);
-  EXPECT_DOUBLE_EQ(horizon[1].tau, 0.0);
-  EXPECT_DOUBLE_EQ(horizon[1].volatility, 0.25);
-  EXPECT_DOUBLE_EQ(horizon[0].rate, 0.02);
+  // tau = 1.0 and the issuer's 0.4; the rate 0.02 in the discounted strike.
+  EXPECT_DOUBLE_EQ(horizon[0].width, 0.4 * std::sqrt(1.0));
+  EXPECT_DOUBLE_EQ(horizon[0].discounted_strike, 20 * std::exp(-0.02 * 1.0));
+  // tau = 0: no width, the strike itself; its own 0.25 shows today (tau 0.5).
+  EXPECT_DOUBLE_EQ(horizon[1].width, 0.0);
+  EXPECT_DOUBLE_EQ(horizon[1].discounted_strike, 9.0);
+  EXPECT_DOUBLE_EQ(TermsToday(market, book)[1].width, 0.25 * std::sqrt(0.5));
   const std::vector<double> today = InstrumentValuesToday(market, book);
   EXPECT_NEAR(today[0], ReferenceOption(true, 20, 20, 0.02, 0.4, 1.5), 1e-12);
   EXPECT_NEAR(today[1], ReferenceOption(false, 10, 9, 0.02, 0.25, 0.5), 1e-12);
