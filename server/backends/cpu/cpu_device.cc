@@ -68,7 +68,8 @@ class CpuDeviceJob : public DeviceJob {
     if (spec_.output.statistics.from_covariance) {
       out->statistics.Resize(spec_.output.statistics, shard.out_end - shard.out_begin);
       const auto start = std::chrono::steady_clock::now();
-      absl::Status status = moments_.ReduceShard(spec_, shard, memory_, &out->statistics);
+      absl::Status status =
+          moments_.ReduceShard(spec_, shard, paths_.today().data(), memory_, &out->statistics);
       out->statistics_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return status;

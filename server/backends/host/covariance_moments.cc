@@ -29,7 +29,6 @@ absl::Status CovarianceMoments::Of(const JobSpec& spec, const float* st, MemoryA
   const int64_t paths = spec.paths, n = spec.position_rows();
   out->paths_ = paths;
   out->issuers_ = n;
-  out->today_ = ValuesToday(spec);
   RETURN_IF_ERROR(AccountedArray<double>::Allocate(memory, BuffersOf(n).moments, &out->values_));
   double* s = out->values_.data();
   double* mean = s + n * n;
@@ -63,7 +62,8 @@ absl::Status CovarianceMoments::Of(const JobSpec& spec, const float* st, MemoryA
 }
 
 absl::Status CovarianceMoments::ReduceShard(const JobSpec& spec, const Shard& shard,
-                                            MemoryAccount& memory, ColumnStatistics* out) const {
+                                            const double* today, MemoryAccount& memory,
+                                            ColumnStatistics* out) const {
   const int64_t n = issuers_;
   const StatisticsSelection& selection = spec.output.statistics;
   const Buffers buffers = BuffersOf(n);
@@ -94,7 +94,7 @@ absl::Status CovarianceMoments::ReduceShard(const JobSpec& spec, const Shard& sh
         value += mean[i] * x[i];
         variance += x[i] * sx[i];
       }
-      PortfolioValues(block.data() + c * n, n, today_.data(), 1, &out->v0[static_cast<size_t>(k)]);
+      PortfolioValues(block.data() + c * n, n, today, 1, &out->v0[static_cast<size_t>(k)]);
       if (selection.mean) out->mean[static_cast<size_t>(k)] = value;
       if (selection.stddev) {
         out->stddev[static_cast<size_t>(k)] = paths_ > 1 ? std::sqrt(std::max(variance, 0.0)) : 0.0;

@@ -39,13 +39,13 @@ class CovarianceMoments {
   static absl::Status Of(const JobSpec& spec, const float* st, MemoryAccount& memory,
                          CovarianceMoments* out);
 
-  // Sets v0, mean and stddev (as selected) of `shard`'s kept columns, as
-  // columns 0, 1, ... of `out` (sized by the caller): one float64 GEMM of a
-  // fixed shape per aligned block of kColumnAlignment columns, so a column's
-  // bits do not depend on the shard. Its blocks are counted in `memory`.
+  // Sets v0 (from `today`, X0: ValuesToday), mean and stddev (as selected)
+  // of `shard`'s kept columns, as columns 0, 1, ... of `out` (sized by the
+  // caller): one float64 GEMM of a fixed shape per aligned block of
+  // kColumnAlignment columns, so a column's bits do not depend on the shard. Its blocks are counted in `memory`.
   // Polls StopStatus between blocks.
-  absl::Status ReduceShard(const JobSpec& spec, const Shard& shard, MemoryAccount& memory,
-                           ColumnStatistics* out) const;
+  absl::Status ReduceShard(const JobSpec& spec, const Shard& shard, const double* today,
+                           MemoryAccount& memory, ColumnStatistics* out) const;
 
   // S (N x N, column-major, both triangles) then m (N): what the cuda
   // backend uploads for its own GEMMs.
@@ -53,7 +53,6 @@ class CovarianceMoments {
 
  private:
   int64_t paths_ = 0, issuers_ = 0;  // issuers_: X's columns (N, or K instruments)
-  std::vector<double> today_;        // X0 (ValuesToday), V0's weights
   AccountedArray<double> values_;    // S (N x N, both triangles), then m (N)
 };
 
