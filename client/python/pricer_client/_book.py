@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence, Union
 
 import numpy as np
 
+from pricer_client._checks import number
 from pricer_client._proto import book_pb2, pricer_pb2
 
 if TYPE_CHECKING:  # pandas stays optional: a DataFrame is only read through its methods
@@ -82,14 +83,6 @@ def _kind(where, value):
     return kind
 
 
-def _number(where, name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{where}.{name} must be a number, not {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{where}.{name} is {value}: must be finite")
-    return float(value)
-
-
 def _instrument(where, row, issuers, labels):
     """One row as an Instrument; the server checks the ranges of strike,
     expiry (>= maturity) and volatility, naming the field."""
@@ -104,9 +97,9 @@ def _instrument(where, row, issuers, labels):
             if _missing(row.get(name)):
                 raise ValueError(f"{where}.{name} is missing: a {row['type'].lower()} needs "
                                  "one")
-            setattr(instrument, name, _number(where, name, row[name]))
+            setattr(instrument, name, number(f"{where}.{name}", row[name]))
     if not _missing(row.get("volatility")):
-        instrument.volatility = _number(where, "volatility", row["volatility"])
+        instrument.volatility = number(f"{where}.volatility", row["volatility"])
     return instrument
 
 

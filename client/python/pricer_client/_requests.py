@@ -1,13 +1,13 @@
 """The PriceRequest of a price() call, from its arguments, each checked
 before any call: a wrong argument raises TypeError or ValueError naming it."""
 
-import math
 import numbers
 import os
 
 import numpy as np
 
 from pricer_client._book import market_labels, set_instruments, set_returns
+from pricer_client._checks import number as _number
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SEED_PRESET
 from pricer_client._statistics import statistics_selection, with_errors
@@ -24,14 +24,6 @@ def _integer(name, value, low, high=None):
         bound = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name} is {value}: must be {bound}")
     return int(value)
-
-
-def _number(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, not {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} is {value}: must be finite")
-    return float(value)
 
 
 def _vector(name, values):
