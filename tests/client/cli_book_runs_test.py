@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import CliTestCase, Server, run_cli  # noqa: E402
+from pricerd_fixture import CliTestCase, Server, read_csv_rows  # noqa: E402
 
 ARGS = None
 ISSUERS = 40
@@ -30,20 +30,7 @@ def book_lines(kinds=("call", "put")):
         f"{i},{kind},7.5,2" for i in range(ISSUERS) for kind in kinds]
 
 
-def read_rows(path):
-    with open(path) as f:
-        lines = f.read().splitlines()
-    names = lines[0].split(",")
-    return [dict(zip(names, line.split(","))) for line in lines[1:]]
-
-
 class CliBookRunsTest(CliTestCase):
-    def write(self, name, lines):
-        path = self.path(name)
-        with open(path, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-        return path
-
     def test_a_book_prices_to_a_target_precision(self):
         book = self.write("target_book.csv", book_lines())
         out = self.path("target.csv")
@@ -52,7 +39,7 @@ class CliBookRunsTest(CliTestCase):
                            "--stats", "mean,var:0.99", "--error-target", "var:0.99=3%",
                            "--max-paths", "16000", "--stats-out", out)
         self.assertIn(f"x {ISSUERS} issuers ({2 * ISSUERS} instruments)", proc.stdout)
-        rows = read_rows(out)
+        _, rows = read_csv_rows(out)
         self.assertEqual(len(rows), 200)
         for row in rows:
             half_width = (float(row["var_0.99_hi"]) - float(row["var_0.99_lo"])) / 2
@@ -91,17 +78,7 @@ class CliBookRunsTest(CliTestCase):
         want, args = self.historical_job("whole", 20000, 40000, False)
         self.pricer(*args)
         got, args = self.historical_job("resumed", 20000, 40000, False)
-        journal = got[0] + ".progress"
-        proc = subprocess.Popen([ARGS.pricer, "price", "--target", self.server.target, *args],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + scaled(60)
-        while proc.poll() is None and time.time() < deadline:
-            if os.path.exists(journal) and os.path.getsize(journal) > 2000:
-                break
-            time.sleep(0.002)
-        self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
-        proc.kill()
-        proc.wait(timeout=scaled(60))
+        self.kill_once_journaled(args, got[0] + ".progress", 2000)
         resumed = self.pricer(*args, "--resume")
         self.assertRegex(resumed.stdout, r"priced \d+ columns \(\d+ more from the journal\)")
         self.assert_same_files(got, want)
@@ -144,8 +121,12 @@ class CliBookRunsTest(CliTestCase):
             out, err = proc.communicate(timeout=scaled(300))
             self.assertEqual(proc.returncode, 0, err)
             self.assertEqual(server.proc.wait(timeout=scaled(120)), 0)
+            # The drain began while the book's call ran (its 60 MB of SC take
+            # far longer than the signal after the job's first log line).
             with open(server.log.name) as log:
-                self.assertIn("draining", log.read())
+                text = log.read()
+            self.assertIn("draining", text)
+            self.assertIn("new calls refused, 1 calls running", text)
         finally:
             if server.proc.poll() is None:
                 server.proc.kill()

@@ -26,12 +26,6 @@ F32 = 2.0 ** -24
 
 
 class CliBookTest(CliTestCase):
-    def write(self, name, lines):
-        path = self.path(name)
-        with open(path, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-        return path
-
     def market(self):
         return self.write("market.csv", ["issuer,spot,volatility"] + [
             f"{label},{s},{v}" for label, s, v in zip(LABELS, SPOT, VOL)])

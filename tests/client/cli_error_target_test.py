@@ -10,16 +10,15 @@ and the flags are checked before any call (exit 2)."""
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 import unittest
 from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
+from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pricerd_fixture import CliTestCase, run_cli, run_on_terminal  # noqa: E402
+from pricerd_fixture import (CliTestCase, read_csv_rows, run_cli,  # noqa: E402
+                             run_on_terminal)
 
 ARGS = None
 PATHS, MAX_PATHS, COLUMNS, RELATIVE = 1000, 16000, 600, 0.02
@@ -29,14 +28,6 @@ JOB = [*MARKET, "--paths", str(PATHS), *STATS, "--error-target", "var:0.99=2%",
        "--max-paths", str(MAX_PATHS)]
 HEADER = ("column,v0,mean,mean_se,var_0.99,var_0.99_lo,var_0.99_hi,es_0.975,es_0.975_se,"
           "paths,target_met")
-
-
-def read_rows(path):
-    """The CSV's header and its rows, each a dict of the cells as text."""
-    with open(path) as f:
-        lines = f.read().splitlines()
-    names = lines[0].split(",")
-    return lines[0], [dict(zip(names, line.split(","))) for line in lines[1:]]
 
 
 def meets_target(row):
@@ -56,7 +47,7 @@ class ErrorTargetTest(CliTestCase):
         cls.csv = os.path.join(cls.dir.name, "targeted.csv")
         cls.targeted = run_cli(ARGS.pricer, "price", "--target", cls.server.target, *JOB,
                           "--stats-out", cls.csv)
-        cls.header, cls.rows = read_rows(cls.csv)
+        cls.header, cls.rows = read_csv_rows(cls.csv)
         with open(cls.csv) as f:
             cls.text = f.read()
 
@@ -87,7 +78,7 @@ class ErrorTargetTest(CliTestCase):
                 out = self.path(f"direct_{column}.csv")
                 self.pricer(*MARKET, "--paths", str(paths), *STATS, "--errors", "--column-begin",
                             str(column), "--column-end", str(column + 1), "--stats-out", out)
-                header, direct = read_rows(out)
+                header, direct = read_csv_rows(out)
                 self.assertEqual(header + ",paths,target_met", HEADER)
                 self.assertEqual(len(direct), 1)
                 self.assertEqual(direct[0], {k: v for k, v in row.items()
@@ -120,19 +111,9 @@ class ErrorTargetTest(CliTestCase):
     def test_a_resumed_run_writes_the_same_csv(self):
         out = self.path("resumed.csv")
         journal = out + ".progress"
-        proc = subprocess.Popen([ARGS.pricer, "price", "--target", self.server.target, *JOB,
-                                 "--stats-out", out],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # Killed once a chunk is in the journal (a header and the accepted
         # take about 100 bytes; a chunk of statistics more).
-        deadline = time.time() + scaled(60)
-        while proc.poll() is None and time.time() < deadline:
-            if os.path.exists(journal) and os.path.getsize(journal) > 400:
-                break
-            time.sleep(0.002)
-        self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
-        proc.kill()
-        proc.wait(timeout=scaled(60))
+        self.kill_once_journaled([*JOB, "--stats-out", out], journal, 400)
         resumed = self.pricer(*JOB, "--stats-out", out, "--resume")
         self.assertRegex(resumed.stdout, r"priced \d+ columns \(\d+ more from the journal\)")
         self.assertIn(f"of {COLUMNS} columns met it", resumed.stdout)

@@ -36,12 +36,6 @@ class MarketFilesTest(CliTestCase):
         cls.volatility = rng.uniform(0.1, 0.5, len(LABELS))
         cls.correlation = np.corrcoef(rng.normal(size=(len(LABELS), 12)))
 
-    def write(self, name, lines):
-        path = self.path(name)
-        with open(path, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-        return path
-
     def plain_market(self, name, order):
         return self.write(name, ["spot,volatility"] +
                           [f"{s},{v}" for s, v in zip(text(self.spot[order]),

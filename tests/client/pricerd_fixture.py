@@ -115,3 +115,33 @@ class CliTestCase(unittest.TestCase):
         if check:
             self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc
+
+    def write(self, name, lines):
+        """A text file of `lines` in the scratch folder; its path."""
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        return path
+
+    def kill_once_journaled(self, args, journal, size):
+        """Starts `pricer price --target <the server> args` and kills it once
+        its `journal` holds more than `size` bytes (some chunks); fails the
+        test when the run ended before that."""
+        proc = subprocess.Popen([self.binaries.pricer, "price", "--target", self.server.target,
+                                 *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + scaled(60)
+        while proc.poll() is None and time.time() < deadline:
+            if os.path.exists(journal) and os.path.getsize(journal) > size:
+                break
+            time.sleep(0.002)
+        self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
+        proc.kill()
+        proc.wait(timeout=scaled(60))
+
+
+def read_csv_rows(path):
+    """A CSV's header line and its rows, each a dict of the cells as text."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    names = lines[0].split(",")
+    return lines[0], [dict(zip(names, line.split(","))) for line in lines[1:]]
