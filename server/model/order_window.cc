@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/model/attribution.h"
+
 namespace pricer {
 
 std::vector<int64_t> NeededRanks(const StatisticsSelection& selection, int64_t rows) {
@@ -14,6 +16,12 @@ std::vector<int64_t> NeededRanks(const StatisticsSelection& selection, int64_t r
   for (double q : selection.quantiles) add(q);
   for (double a : selection.var) add(1.0 - a);
   for (double a : selection.es) add(1.0 - a);
+  // The bands of the contributions (attribution.h): ES's tail ends at its
+  // rank low; VaR's window needs both ends.
+  for (const TailBand& band : ContributionBands(selection, rows)) {
+    if (band.bounded) ranks.push_back(band.first);
+    ranks.push_back(band.last);
+  }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;

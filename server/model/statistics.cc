@@ -43,8 +43,22 @@ int64_t ColumnStatistics::values() const {
   return static_cast<int64_t>(n);
 }
 
-void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t columns) {
+int64_t ColumnStatistics::bytes() const {
+  size_t floats = 0;
+  for (const auto* levels : {&contributions, &contributions_se}) {
+    for (const auto& level : *levels) floats += level.size();
+  }
+  return values() * static_cast<int64_t>(sizeof(double)) +
+         static_cast<int64_t>(floats * sizeof(float));
+}
+
+void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows) {
   const size_t n = static_cast<size_t>(columns);
+  const auto levels = static_cast<size_t>(selection.contribution_levels());
+  contribution_rows = levels > 0 ? rows : 0;
+  contributions.assign(levels, std::vector<float>(n * static_cast<size_t>(rows)));
+  contributions_se.assign(selection.errors ? levels : 0,
+                          std::vector<float>(n * static_cast<size_t>(rows)));
   v0.assign(n, 0.0);
   mean.assign(selection.mean ? n : 0, 0.0);
   stddev.assign(selection.stddev ? n : 0, 0.0);
@@ -81,6 +95,16 @@ void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first,
         std::pair{&var_hi, &other.var_hi}, std::pair{&es_se, &other.es_se}}) {
     to->resize(from->size());
     for (size_t l = 0; l < from->size(); ++l) Append((*to)[l], (*from)[l], first, count);
+  }
+  // A column of contributions is contribution_rows values.
+  contribution_rows = other.contribution_rows;
+  const int64_t rows = other.contribution_rows;
+  for (auto [to, from] : {std::pair{&contributions, &other.contributions},
+                          std::pair{&contributions_se, &other.contributions_se}}) {
+    to->resize(from->size());
+    for (size_t l = 0; l < from->size(); ++l) {
+      Append((*to)[l], (*from)[l], first * rows, count * rows);
+    }
   }
 }
 

@@ -32,6 +32,10 @@ struct StatisticsSelection {
   std::vector<double> quantiles;  // value quantile levels, each in [0, 1]
   std::vector<double> var;        // VaR confidence levels, each in (0, 1)
   std::vector<double> es;         // expected-shortfall confidence levels
+  // Euler contributions (attribution.h): for each level, each of A's rows'
+  // share of the column's ES (resp. VaR); each level is one of `es` (`var`).
+  std::vector<double> es_contributions;
+  std::vector<double> var_contributions;
   // The Monte Carlo error of each statistic (statistic_errors.h): standard
   // errors of mean, stddev and ES, intervals of quantiles and VaR at
   // `error_confidence`.
@@ -53,6 +57,15 @@ struct StatisticsSelection {
   }
   // float64 values per column in a reply, V0 included.
   int64_t values_per_column() const;
+  // The contributed levels: es_contributions' then var_contributions'.
+  int64_t contribution_levels() const {
+    return static_cast<int64_t>(es_contributions.size() + var_contributions.size());
+  }
+  // float32 values per column of the contributions, for A's `rows` rows
+  // (their standard errors too with `errors`).
+  int64_t contribution_values_per_column(int64_t rows) const {
+    return contribution_levels() * rows * (errors ? 2 : 1);
+  }
 };
 
 // The statistics of a range of columns; arrays not selected stay empty.
@@ -75,12 +88,21 @@ struct ColumnStatistics {
   // Of a targeted request: whether each column met the target (1) or
   // reached the most paths first (0); else empty.
   std::vector<uint8_t> target_met;
+  // With contributions: per contributed level (contribution_levels()'s
+  // order), A's `contribution_rows` rows x columns in float32, column-major,
+  // and with errors their standard errors ([level][row + rows * column]).
+  int64_t contribution_rows = 0;
+  std::vector<std::vector<float>> contributions;
+  std::vector<std::vector<float>> contributions_se;
 
   int64_t columns() const { return static_cast<int64_t>(v0.size()); }
-  // float64 values held, over all arrays.
+  // float64 values held, over all arrays but the contributions.
   int64_t values() const;
-  // Room for `columns` columns of the selected statistics (set by a reducer).
-  void Resize(const StatisticsSelection& selection, int64_t columns);
+  // Bytes held, the contributions' float32 included.
+  int64_t bytes() const;
+  // Room for `columns` columns of the selected statistics (set by a
+  // reducer), with contributions to A's `rows` rows.
+  void Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows = 0);
   // Appends columns [first, first + count) of `other`.
   void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);
 };

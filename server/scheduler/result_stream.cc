@@ -15,8 +15,7 @@ SharedFloats::SharedFloats(std::shared_ptr<const std::vector<float>> buffer, siz
     : SharedFloats(std::shared_ptr<const void>(buffer), buffer->data() + offset, count) {}
 
 int64_t ResultChunk::payload_bytes() const {
-  return static_cast<int64_t>(values.size() * sizeof(float)) +
-         statistics.values() * static_cast<int64_t>(sizeof(double));
+  return static_cast<int64_t>(values.size() * sizeof(float)) + statistics.bytes();
 }
 
 namespace {

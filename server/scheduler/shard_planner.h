@@ -51,8 +51,10 @@ struct Shard {
   int64_t out_begin = 0, out_end = 0;
 };
 
-// Payload bytes of one chunk of `columns` scenario columns.
-int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t columns);
+// Payload bytes of one chunk of `columns` scenario columns of `paths`
+// values each, whose positions have `rows` rows (for the contributions).
+int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t rows,
+                          int64_t columns);
 
 // One chunk of the path matrices a job sends: columns [begin, end) of ST
 // (issuers) or, with `values`, of a book's V (instruments).

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/model/attribution.h"
+
 namespace pricer {
 namespace {
 
@@ -62,6 +64,26 @@ void ToPathColumns(const ResultChunk& chunk, const char* bytes, size_t size, Mes
   SetColumns(chunk, out);
   out->set_rows(chunk.rows);
   if (size > 0) out->set_values(bytes, size);
+}
+
+// A chunk's contributions (ColumnStatistics::contributions) into `out`.
+void ToContributions(const ColumnStatistics& s, const StatisticsSelection& selection, int64_t paths,
+                     v1::ResultChunk* out) {
+  const std::vector<TailBand> bands = ContributionBands(selection, paths);
+  for (size_t l = 0; l < s.contributions.size(); ++l) {
+    v1::Contributions* c = out->add_contributions();
+    const size_t es_levels = selection.es_contributions.size();
+    const bool es = l < es_levels;
+    c->set_measure(es ? v1::Contributions::MEASURE_ES : v1::Contributions::MEASURE_VAR);
+    c->set_level(es ? selection.es_contributions[l] : selection.var_contributions[l - es_levels]);
+    c->set_rows(s.contribution_rows);
+    c->set_band_paths(bands[l].size());
+    auto bytes = [](const std::vector<float>& v) {
+      return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    };
+    c->set_values(bytes(s.contributions[l]));
+    if (l < s.contributions_se.size()) c->set_standard_errors(bytes(s.contributions_se[l]));
+  }
 }
 
 }  // namespace
@@ -124,6 +146,7 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
       }
     }
   }
+  ToContributions(s, selection, chunk.rows, out);
 }
 
 grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection) {

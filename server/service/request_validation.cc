@@ -4,13 +4,12 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <tuple>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "server/service/attribution_validation.h"
 #include "server/service/book_validation.h"
 #include "server/service/field_checks.h"
 #include "server/service/job_preparation.h"
@@ -385,6 +384,7 @@ absl::StatusOr<JobSpec> ToJobSpec(const v1::PriceRequest& request, ScenarioStore
   RETURN_IF_ERROR(ToColumns(request, spec.scenarios.columns(), &spec));
   ASSIGN_OR_RETURN(spec.output, ToOutput(request.output()));
   RETURN_IF_ERROR(CheckBookOutput(spec));
+  RETURN_IF_ERROR(ToContributions(request.output().statistics(), &spec));
   ASSIGN_OR_RETURN(spec.target, ToTarget(request, &spec));
   RETURN_IF_ERROR(CheckMomentsShortcut(request, spec));
 

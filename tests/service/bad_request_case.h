@@ -23,5 +23,7 @@ inline void PrintTo(const BadRequestCase& c, std::ostream* os) { *os << c.name; 
 // The instruments' and historical returns' cases (book_validation_cases.cc),
 // on SmallRequest: 4 explicit issuers, maturity 1.
 std::vector<BadRequestCase> BookCases();
+// The contributions' cases (attribution_validation_cases.cc), on the same.
+std::vector<BadRequestCase> AttributionCases();
 
 }  // namespace pricer::testing

@@ -306,7 +306,7 @@ std::vector<BadRequestCase> BadRequestCases() {
   for (std::vector<BadRequestCase> (*group)() :
        {RequestCases, ExplicitMarketCases, GeneratedMarketCases, ScenarioCases,
         ColumnAndOutputCases, MomentsShortcutCases, CorrelationCases, PriorityAndPrecisionCases,
-        BookCases}) {
+        BookCases, AttributionCases}) {
     const std::vector<BadRequestCase> more = group();
     cases.insert(cases.end(), more.begin(), more.end());
   }

@@ -59,7 +59,7 @@ TEST(ReplyEncodingTest, FullChunksParseToToReplysMessage) {
   const auto shard = ShardValues(1000 * 37);
   // Payloads under and over 127 and 16,383 bytes: one-, two- and three-byte lengths.
   for (const auto& [rows, begin, end] : {std::tuple{1, 0, 5}, std::tuple{10, 3, 7},
-                                        std::tuple{1000, 0, 1}, std::tuple{1000, 5, 37}}) {
+                                         std::tuple{1000, 0, 1}, std::tuple{1000, 5, 37}}) {
     ResultChunk chunk = Chunk(shard, rows, begin, end);
     chunk.statistics.Resize(selection, end - begin);
     for (int64_t k = 0; k < end - begin; ++k) chunk.statistics.mean[k] = 1.5 * k;
@@ -82,6 +82,42 @@ TEST(ReplyEncodingTest, StatisticsOnlyAndTerminalPricesChunks) {
   prices.kind = ResultChunk::Kind::kTerminalPrices;
   ExpectSameMessage(prices, selection);
   EXPECT_TRUE(Parse(EncodeReply(prices, selection)).has_prices());
+}
+
+// Contributions: one message per contributed level, ES's first, with the
+// band's size, A's rows and the float32 values (and errors) as they are.
+TEST(ReplyEncodingTest, ContributionsComeAsFloat32BlocksPerLevel) {
+  StatisticsSelection selection;
+  selection.es = {0.975};
+  selection.var = {0.99, 0.95};
+  selection.es_contributions = {0.975};
+  selection.var_contributions = {0.95};
+  selection.errors = true;
+  ResultChunk chunk = Chunk(ShardValues(10000 * 3), 10000, 0, 3);
+  chunk.statistics.Resize(selection, 3, 7);
+  for (size_t n = 0; n < 21; ++n) {
+    chunk.statistics.contributions[0][n] = 0.25f * static_cast<float>(n);
+    chunk.statistics.contributions_se[1][n] = -1.0f * static_cast<float>(n);
+  }
+  ExpectSameMessage(chunk, selection);
+  const v1::PriceReply reply = Parse(EncodeReply(chunk, selection));
+  ASSERT_EQ(reply.chunk().contributions_size(), 2);
+  const v1::Contributions& es = reply.chunk().contributions(0);
+  EXPECT_EQ(es.measure(), v1::Contributions::MEASURE_ES);
+  EXPECT_EQ(es.level(), 0.975);
+  EXPECT_EQ(es.rows(), 7);
+  EXPECT_EQ(es.band_paths(), 250);  // 9,999 x 0.025 = 249.975: the 250 smallest
+  ASSERT_EQ(es.values().size(), 21 * sizeof(float));
+  float value = 0;
+  std::memcpy(&value, es.values().data() + 5 * sizeof(float), sizeof(float));
+  EXPECT_EQ(value, 1.25f);
+  const v1::Contributions& var = reply.chunk().contributions(1);
+  EXPECT_EQ(var.measure(), v1::Contributions::MEASURE_VAR);
+  EXPECT_EQ(var.level(), 0.95);
+  // VaR 0.95's ranks 499 and 500 (499.95), 50 each side.
+  EXPECT_EQ(var.band_paths(), 102);
+  std::memcpy(&value, var.standard_errors().data() + 20 * sizeof(float), sizeof(float));
+  EXPECT_EQ(value, -20.0f);
 }
 
 TEST(ReplyEncodingTest, TheBufferLivesWhileTheEncodedReplyHoldsIt) {

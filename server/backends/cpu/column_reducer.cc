@@ -188,15 +188,15 @@ void ColumnReducer::PlaceOrderStatistics() {
   }
 }
 
-float ColumnReducer::Placed(int64_t rank) const {
+float ColumnReducer::OrderStatistic(int64_t rank) const {
   const auto at = std::lower_bound(needed_.begin(), needed_.end(), rank);
   return placed_[static_cast<size_t>(at - needed_.begin())];
 }
 
 double ColumnReducer::Quantile(const QuantileRank& rank) const {
-  const double low = Placed(rank.low);
+  const double low = OrderStatistic(rank.low);
   if (rank.fraction == 0) return low;
-  return InterpolateQuantile(low, Placed(rank.low + 1), rank.fraction);
+  return InterpolateQuantile(low, OrderStatistic(rank.low + 1), rank.fraction);
 }
 
 double ColumnReducer::EsTailMean(double q, int64_t low) const {

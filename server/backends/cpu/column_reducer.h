@@ -35,6 +35,9 @@ class ColumnReducer {
   // Sets column k of `out` to the statistics of `values` (rows entries),
   // whose value today is `v0`.
   void Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out);
+  // The order statistic of `rank` of the column Reduce last took, one of
+  // NeededRanks (the contributions' band ends among them).
+  float OrderStatistic(int64_t rank) const;
 
  private:
   // The window of the order statistics from the column's sample
@@ -58,8 +61,6 @@ class ColumnReducer {
   // by below_ in the window): the buckets that hold them are sorted, not the
   // window.
   void PlaceOrderStatistics();
-  // The placed order statistic of `rank` (one of needed_).
-  float Placed(int64_t rank) const;
   // The value quantile at `rank` in the placed order statistics.
   double Quantile(const QuantileRank& rank) const;
   // ES's tail mean (TailMean, statistics.h) at quantile q of rank `low`,

@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "server/backends/cpu/column_attribution.h"
 #include "server/backends/cpu/column_reducer.h"
 #include "server/backends/cpu/cpu_paths.h"
 #include "server/backends/cpu/cpu_team.h"
@@ -80,7 +81,7 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t width = shard.gemm_end - shard.gemm_begin;
     const int64_t kept = shard.out_end - shard.out_begin;
     const StatisticsSelection& selection = spec_.output.statistics;
-    if (selection.any()) out->statistics.Resize(selection, kept);
+    if (selection.any()) out->statistics.Resize(selection, kept, issuers);
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
     const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
 
@@ -167,10 +168,15 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t column_end = std::min(block_begin + count, shard.out_end);
     std::optional<ColumnReducer> reducer;
     std::optional<ColumnErrors> errors;
+    std::optional<ColumnAttribution> attribution;
     std::vector<double> v0;
     if (selection.any()) {
       reducer.emplace(selection, paths, discount);
       if (selection.errors) errors.emplace(selection, paths, discount, spec_.antithetic);
+      if (selection.contribution_levels() > 0) {
+        attribution.emplace(selection, paths, issuers, paths_.x_by_path(), paths_.today().data(),
+                            discount);
+      }
       v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
       PortfolioValues(a + (column_begin - block_begin) * issuers, issuers, paths_.today().data(),
                       static_cast<int64_t>(v0.size()), v0.data());
@@ -182,6 +188,10 @@ class CpuDeviceJob : public DeviceJob {
         reducer->Reduce(values, v0[static_cast<size_t>(column - column_begin)], k,
                         &out->statistics);
         if (errors.has_value()) errors->Compute(values, k, &out->statistics);
+        if (attribution.has_value()) {
+          attribution->Compute(values, a + (column - block_begin) * issuers, *reducer, k,
+                               &out->statistics);
+        }
       }
       if (spec_.output.full && out->values.data() + k * paths != values) {
         std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
@@ -234,6 +244,9 @@ CpuJobBuffers CpuDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) c
   if (!spec.instruments.empty()) {
     b.values = BufferOf<float>("instrument values V", spec.paths * rows);
   }
+  if (spec.output.statistics.contribution_levels() > 0) {
+    b.by_path = BufferOf<float>("paths' rows of X (contributions)", spec.paths * rows);
+  }
   if (spec.market.correlated()) {
     b.shock_blocks = BufferOf<float>("correlated shock blocks", threads_ * kPathBlock * issuers);
   }
@@ -251,6 +264,7 @@ AllocationTable CpuDevice::Allocations(const JobSpec& spec, int64_t shard_column
   }
   if (spec.market.correlated()) table.resident.push_back(b.shock_blocks);
   if (!spec.instruments.empty()) table.resident.push_back(b.values);
+  if (spec.output.statistics.contribution_levels() > 0) table.resident.push_back(b.by_path);
   return table;
 }
 

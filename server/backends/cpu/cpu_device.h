@@ -23,6 +23,7 @@ namespace pricer {
 // = N or K) and an SC block (P x w).
 struct CpuJobBuffers {
   Buffer st, values, shock_blocks;
+  Buffer by_path;  // X row-major, for the contributions
   Buffer a_block, sc_block;
 };
 

@@ -56,8 +56,29 @@ absl::Status CpuPaths::Build(const JobSpec& spec, CpuDevice& device, const CpuJo
   RETURN_IF_ERROR(stop.status());
   x_ = st_.data();
   today_ = ValuesToday(spec);
-  if (spec.instruments.empty()) return absl::OkStatus();
-  return InstrumentValues(spec, device, buffers, memory);
+  if (!spec.instruments.empty()) {
+    RETURN_IF_ERROR(InstrumentValues(spec, device, buffers, memory));
+  }
+  return ByPath(spec, buffers, memory);
+}
+
+absl::Status CpuPaths::ByPath(const JobSpec& spec, const CpuJobBuffers& buffers,
+                              MemoryAccount& memory) {
+  if (spec.output.statistics.contribution_levels() == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory, buffers.by_path, &by_path_));
+  const int64_t paths = spec.paths, rows = spec.position_rows();
+  // In tiles of 64 x 64, so that both sides stay in cache.
+  constexpr int64_t kTile = 64;
+  for (int64_t p0 = 0; p0 < paths; p0 += kTile) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) {
+        for (int64_t p = p0; p < std::min(paths, p0 + kTile); ++p) {
+          by_path_.data()[p * rows + r] = x_[r * paths + p];
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 void CpuPaths::Shocks(const JobSpec& spec, int64_t first, int64_t rows, float* out,

@@ -30,6 +30,8 @@ class CpuPaths {
 
   const float* st() const { return st_.data(); }
   const float* x() const { return x_; }
+  // X row-major (P x R), of a job with contributions; else null.
+  const float* x_by_path() const { return by_path_.data(); }
   // X0 (ValuesToday): V0's weights.
   const std::vector<double>& today() const { return today_; }
 
@@ -44,7 +46,11 @@ class CpuPaths {
                                 const CpuJobBuffers& buffers, MemoryAccount& memory);
 
   AccountedArray<float> st_;
+  // X row-major for the contributions' gather (a transpose of X, built last).
+  absl::Status ByPath(const JobSpec& spec, const CpuJobBuffers& buffers, MemoryAccount& memory);
+
   AccountedArray<float> values_;  // V, of a job with instruments
+  AccountedArray<float> by_path_;
   const float* x_ = nullptr;
   std::vector<double> today_;
 };

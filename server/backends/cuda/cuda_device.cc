@@ -103,6 +103,11 @@ AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_colum
 
 absl::StatusOr<std::unique_ptr<DeviceJob>> CudaDevice::StartJob(const JobSpec& spec,
                                                                 int64_t shard_columns) {
+  if (spec.output.statistics.contribution_levels() > 0) {
+    return absl::UnimplementedError(
+        "output.statistics.es_contributions and var_contributions: the cuda backend does not "
+        "compute contributions yet; ask a server with cpu devices (--devices cpu)");
+  }
   return StartCudaJob(spec, *this, shard_columns);
 }
 

@@ -52,10 +52,13 @@ JobResult EmptyResult(const JobSpec& spec, Tally* tally) {
   tally->issuer_seen.assign(spec.output.terminal_prices ? static_cast<size_t>(issuers) : 0, 0);
   if (spec.output.full) result.sc.assign(static_cast<size_t>(columns * paths), NAN);
   if (selection.any()) {
-    result.statistics.Resize(selection, columns);
+    result.statistics.Resize(selection, columns, spec.position_rows());
     ForEachArray(
         result.statistics, result.statistics,
         [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
+    for (auto* levels : {&result.statistics.contributions, &result.statistics.contributions_se}) {
+      for (std::vector<float>& level : *levels) std::fill(level.begin(), level.end(), NAN);
+    }
   }
   if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
   const auto instruments = static_cast<int64_t>(spec.instruments.size());
@@ -112,10 +115,27 @@ bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResul
   EXPECT_EQ(chunk.statistics.quantiles.size(), selection.quantiles.size());
   EXPECT_EQ(chunk.statistics.var.size(), selection.var.size());
   EXPECT_EQ(chunk.statistics.es.size(), selection.es.size());
+  // Each contributed level: A's rows per column, and as many errors.
+  const ColumnStatistics& got = chunk.statistics;
+  ColumnStatistics& into = result->statistics;
+  const int64_t rows = spec.position_rows();
+  auto contributions_fit = [&] {
+    if (got.contributions.size() != into.contributions.size() ||
+        got.contributions_se.size() != into.contributions_se.size()) {
+      return false;
+    }
+    for (const auto* levels : {&got.contributions, &got.contributions_se}) {
+      for (const std::vector<float>& level : *levels) {
+        if (static_cast<int64_t>(level.size()) != width * rows) return false;
+      }
+    }
+    return true;
+  };
+  EXPECT_TRUE(contributions_fit());
   if (chunk.begin < spec.column_begin || chunk.end > spec.column_end ||
       static_cast<int64_t>(chunk.values.size()) != expected_values ||
       chunk.statistics.columns() != expected_statistics ||
-      chunk.statistics.values() != width * selection.values_per_column()) {
+      chunk.statistics.values() != width * selection.values_per_column() || !contributions_fit()) {
     return false;
   }
   const int64_t offset = chunk.begin - spec.column_begin;
@@ -125,6 +145,14 @@ bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResul
                [&](std::vector<double>& to, const std::vector<double>& from) {
                  std::copy(from.begin(), from.end(), to.begin() + offset);
                });
+  for (size_t l = 0; l < got.contributions.size(); ++l) {
+    std::copy(got.contributions[l].begin(), got.contributions[l].end(),
+              into.contributions[l].begin() + offset * rows);
+  }
+  for (size_t l = 0; l < got.contributions_se.size(); ++l) {
+    std::copy(got.contributions_se[l].begin(), got.contributions_se[l].end(),
+              into.contributions_se[l].begin() + offset * rows);
+  }
   return true;
 }
 

@@ -1,0 +1,63 @@
+#include "server/model/attribution.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pricer {
+
+int64_t VarWindowHalfWidth(int64_t rows) {
+  return static_cast<int64_t>(std::floor(std::sqrt(static_cast<double>(rows)) / 2));
+}
+
+TailBand EsTail(double level, int64_t rows) {
+  return {0, QuantileRankOf(1.0 - level, rows).low, false};
+}
+
+TailBand VarWindow(double level, int64_t rows) {
+  const int64_t low = QuantileRankOf(1.0 - level, rows).low;
+  const int64_t w = VarWindowHalfWidth(rows);
+  TailBand band;
+  band.first = std::max<int64_t>(0, low - w);
+  band.last = std::min(rows - 1, low + 1 + w);
+  band.bounded = band.first > 0;
+  return band;
+}
+
+std::vector<TailBand> ContributionBands(const StatisticsSelection& selection, int64_t rows) {
+  std::vector<TailBand> bands;
+  for (double level : selection.es_contributions) bands.push_back(EsTail(level, rows));
+  for (double level : selection.var_contributions) bands.push_back(VarWindow(level, rows));
+  return bands;
+}
+
+void BandPaths(const float* values, int64_t rows, TailBand band, float lo, float hi,
+               int32_t* paths) {
+  // Ranks as a stable sort gives them: the ties at a value v take ranks
+  // count(< v), count(< v) + 1, ... in path order. The band skips the ties
+  // at lo under rank `first` and takes those at hi up to rank `last`.
+  int64_t under_lo = 0, at_lo = 0, under_hi = 0;
+  for (int64_t p = 0; p < rows; ++p) {
+    const float v = values[p];
+    under_lo += v < lo ? 1 : 0;
+    at_lo += v == lo ? 1 : 0;
+    under_hi += v < hi ? 1 : 0;
+  }
+  int64_t n = 0;
+  int64_t skip_lo = band.bounded ? band.first - under_lo : 0;
+  if (band.bounded && lo == hi) {  // every path of the band ties
+    for (int64_t p = 0; p < rows && n < band.size(); ++p) {
+      if (values[p] == lo && skip_lo-- <= 0) paths[n++] = static_cast<int32_t>(p);
+    }
+    return;
+  }
+  int64_t take_hi = band.last + 1 - under_hi;
+  for (int64_t p = 0; p < rows; ++p) {
+    const float v = values[p];
+    bool take = v < hi && (!band.bounded || v > lo);
+    if (band.bounded && v == lo) take = skip_lo-- <= 0;
+    if (v == hi && take_hi > 0) take = true, --take_hi;
+    if (take) paths[n++] = static_cast<int32_t>(p);
+  }
+}
+
+}  // namespace pricer
