@@ -44,10 +44,19 @@ std::vector<OutputFile> OutputsOf(const ResultFiles& files, const v1::PriceReque
   // With historical returns the paths are known once the server answers.
   const int64_t paths = request.paths();
   auto npy = [paths](int64_t columns) { return paths > 0 ? NpyFileBytes(paths, columns) : 0; };
-  return {{"--stats-out", files.stats_csv, 0},
-          {"--full-out", files.full_npy, width > 0 ? npy(width) : 0},
-          {"--prices-out", files.prices_npy, npy(issuers)},
-          {"--values-out", files.values_npy, npy(request.instruments_size())}};
+  std::vector<OutputFile> outputs = {
+      {"--stats-out", files.stats_csv, 0},
+      {"--full-out", files.full_npy, width > 0 ? npy(width) : 0},
+      {"--prices-out", files.prices_npy, npy(issuers)},
+      {"--values-out", files.values_npy, npy(request.instruments_size())}};
+  // The contributions: A's rows x the columns each.
+  const int64_t rows = request.instruments_size() > 0 ? request.instruments_size() : issuers;
+  for (const auto* paths_of : {&files.contributions.values, &files.contributions.errors}) {
+    for (const std::string& path : *paths_of) {
+      outputs.push_back({"--contributions-out", path, width > 0 ? NpyFileBytes(rows, width) : 0});
+    }
+  }
+  return outputs;
 }
 
 // How the calls ended, and the first local file that failed while they ran
@@ -116,7 +125,7 @@ int Report(Outcome outcome, double wall_seconds, bool json, const ResultFiles& f
 
 // --stats, the errors of each statistic and a target for one of them.
 void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list,
-                        std::optional<std::string>& error_target) {
+                        std::optional<std::string>& error_target, std::string& contributions) {
   app.add_option("--stats", list,
                  "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
                  "(comma-separated; default mean,stddev,min,max)");
@@ -134,6 +143,10 @@ void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list,
                  "target_met columns");
   app.add_option("--max-paths", options.max_paths,
                  "with --error-target (required): the most paths a column may use");
+  app.add_option("--contributions", contributions,
+                 "es:L and var:L (comma-separated): each row's Euler contribution to the "
+                 "column's ES (or VaR's window mean loss) at level L, written by "
+                 "--contributions-out; the level is added to --stats' if it lacks it");
   app.add_flag("--moments-from-covariance", options.moments_from_covariance,
                "mean and stddev from ST's issuer means and covariance instead of SC: 2 N^2 "
                "flops a column instead of 2 P N (pays when N < P); --stats mean and/or "
@@ -178,7 +191,7 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--column-begin", options_.column_begin, "first scenario column to price");
   price->add_option("--column-end", options_.column_end, "one past the last column to price");
   price->add_option("--chunk-columns", options_.chunk_columns, "columns per result chunk (hint)");
-  AddStatisticsFlags(*price, options_, stats_list_, error_target_);
+  AddStatisticsFlags(*price, options_, stats_list_, error_target_, contributions_list_);
   price->add_option("--correlation-file", options_.correlation_file,
                     "CSV of the N x N correlation of the issuers' shocks; with labels (a header "
                     "row, a first column), in the order of the market file's issuers");
@@ -211,6 +224,10 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--prices-out", files_.prices_npy, "write ST (float32 P x N) .npy");
   price->add_option("--values-out", files_.values_npy,
                     "write a book's values at the horizon V (float32 P x K) .npy");
+  price->add_option("--contributions-out", contributions_prefix_,
+                    "PREFIX: write each --contributions level's contributions (float32 R x M, "
+                    "R the issuers or instruments, Fortran order) to PREFIX.es_L.npy, and with "
+                    "--errors their standard errors to PREFIX.es_L.se.npy");
 }
 
 int PriceCommand::Run(PricerClient& client) {
@@ -226,9 +243,20 @@ int PriceCommand::Run(PricerClient& client) {
     options_.error_target = *std::move(target);
     options_.errors = true;
   }
+  if (contributions_list_.empty() != contributions_prefix_.empty()) {
+    return Refuse("--contributions and --contributions-out go together");
+  }
+  if (!contributions_list_.empty()) {
+    absl::StatusOr<std::vector<StatisticItem>> levels = ParseContributionsList(contributions_list_);
+    if (!levels.ok()) return Refuse(levels.status().message());
+    options_.contributions = *std::move(levels);
+    files_.contributions =
+        ContributionPathsOf(contributions_prefix_, options_.contributions, options_.errors);
+  }
   // Statistics unless only files of raw values were asked for (--errors
-  // asks for statistics).
+  // and contributions ask for statistics).
   if (!stats_list_.empty() || !files_.stats_csv.empty() || options_.errors ||
+      !options_.contributions.empty() ||
       (!options_.full && !options_.terminal_prices && !options_.instrument_values)) {
     absl::StatusOr<std::vector<StatisticItem>> items =
         ParseStatisticsList(!stats_list_.empty()               ? stats_list_

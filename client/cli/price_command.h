@@ -23,6 +23,8 @@ class PriceCommand final : public Command {
   ResultFiles files_;
   std::string stats_list_;                   // --stats
   std::optional<std::string> error_target_;  // --error-target
+  std::string contributions_list_;           // --contributions
+  std::string contributions_prefix_;         // --contributions-out
   int split_ = 1;
   bool resume_ = false;
   std::optional<double> timeout_;  // --timeout, seconds

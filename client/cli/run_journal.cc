@@ -10,16 +10,14 @@
 namespace pricer {
 
 RunJournal::RunJournal(const v1::PriceRequest& request, const ResultFiles& files)
-    : fingerprint_(ProgressJournal::Fingerprint(
-          request, {files.full_npy, files.stats_csv, files.prices_npy, files.values_npy})) {
-  for (const std::string* file :
-       {&files.full_npy, &files.stats_csv, &files.prices_npy, &files.values_npy}) {
+    : fingerprint_(ProgressJournal::Fingerprint(request, files.All())) {
+  for (const std::string& file : files.All()) {
     // The error_code forms: a name too long is for CheckOutputFiles to
     // report, not an exception.
     std::error_code error;
-    const std::filesystem::file_status status = std::filesystem::status(*file, error);
+    const std::filesystem::file_status status = std::filesystem::status(file, error);
     const bool sink = std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
-    if (path_.empty() && !file->empty() && !sink) path_ = *file + ".progress";
+    if (path_.empty() && !file.empty() && !sink) path_ = file + ".progress";
   }
 }
 
@@ -33,7 +31,7 @@ absl::Status RunJournal::Resume(PriceResults& results, ReceivedResults& received
   if (path_.empty()) {
     return absl::InvalidArgumentError(
         "--resume needs the output files of the interrupted run (--full-out, --stats-out, "
-        "--prices-out, --values-out)");
+        "--prices-out, --values-out, --contributions-out)");
   }
   std::vector<v1::PriceReply> records;
   ASSIGN_OR_RETURN(ProgressJournal journal, ProgressJournal::Resume(path_, fingerprint_, &records));

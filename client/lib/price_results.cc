@@ -28,6 +28,13 @@ grpc::Status Contradiction(const std::string& what) {
 
 }  // namespace
 
+std::vector<std::string> ResultFiles::All() const {
+  std::vector<std::string> all = {full_npy, stats_csv, prices_npy, values_npy};
+  all.insert(all.end(), contributions.values.begin(), contributions.values.end());
+  all.insert(all.end(), contributions.errors.begin(), contributions.errors.end());
+  return all;
+}
+
 void PriceResults::ExpectColumns(int64_t column_begin, int64_t column_end) {
   absl::MutexLock lock(&mu_);
   expected_.emplace(column_begin, column_end);
@@ -144,6 +151,8 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
     if (!opened.ok()) return FileFailed(opened.status());
     writer->emplace(*std::move(opened));
   }
+  const int64_t rows = accepted.instruments() > 0 ? accepted.instruments() : accepted.issuers();
+  if (absl::Status s = contributions_.Open(reopen_, rows, n); !s.ok()) return FileFailed(s);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   v0_.assign(static_cast<size_t>(n), nan);
   values_.assign(items_.size(), std::vector<double>(static_cast<size_t>(n), nan));
@@ -194,6 +203,11 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueByte
     if (absl::Status s = full_->WriteColumns(begin, count, values->pieces()); !s.ok()) {
       return FileFailed(s);
     }
+  }
+  if (values != nullptr) {
+    const absl::Status s = contributions_.Write(chunk, begin, count);
+    if (absl::IsInternal(s)) return Contradiction(std::string(s.message()));
+    if (!s.ok()) return FileFailed(s);
   }
   if (chunk.has_statistics() || Targeted(target_)) {
     if (grpc::Status s = KeepStatistics(chunk, begin); !s.ok()) return s;
@@ -248,6 +262,7 @@ absl::Status PriceResults::Finish() {
   for (std::optional<NpyColumnWriter>* writer : {&full_, &prices_, &book_values_}) {
     if (writer->has_value()) RETURN_IF_ERROR((*writer)->Close());
   }
+  RETURN_IF_ERROR(contributions_.Close());
   if (files_.stats_csv.empty()) return absl::OkStatus();
   if (!has_statistics_) {
     return absl::FailedPreconditionError("no statistics arrived to write to " + files_.stats_csv);

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "client/lib/contribution_files.h"
 #include "client/lib/npy.h"
 #include "client/lib/reply_decoding.h"
 #include "client/lib/statistics_list.h"
@@ -26,10 +27,14 @@
 namespace pricer {
 
 struct ResultFiles {
-  std::string stats_csv;   // --stats-out; empty: none
-  std::string full_npy;    // --full-out
-  std::string prices_npy;  // --prices-out
-  std::string values_npy;  // --values-out: a book's V
+  std::string stats_csv;            // --stats-out; empty: none
+  std::string full_npy;             // --full-out
+  std::string prices_npy;           // --prices-out
+  std::string values_npy;           // --values-out: a book's V
+  ContributionPaths contributions;  // --contributions-out
+
+  // Every path above, empty ones included, in this order (the journal's).
+  std::vector<std::string> All() const;
 };
 
 // What one run has done, for its summary (run_report.h).
@@ -79,7 +84,10 @@ class PriceResults {
   // and target_met).
   PriceResults(ResultFiles files, std::vector<StatisticItem> statistics,
                v1::PrecisionTarget target = {})
-      : files_(std::move(files)), items_(std::move(statistics)), target_(std::move(target)) {}
+      : files_(std::move(files)),
+        items_(std::move(statistics)),
+        target_(std::move(target)),
+        contributions_(files_.contributions) {}
 
   // The whole column range of the request, which the files and arrays then
   // cover: the first `accepted` may be of a part only (a split request, a
@@ -150,6 +158,7 @@ class PriceResults {
   std::optional<NpyColumnWriter> full_ ABSL_GUARDED_BY(mu_);
   std::optional<NpyColumnWriter> prices_ ABSL_GUARDED_BY(mu_);
   std::optional<NpyColumnWriter> book_values_ ABSL_GUARDED_BY(mu_);  // V, --values-out
+  ContributionFiles contributions_ ABSL_GUARDED_BY(mu_);
   // V0 and each item's values over the priced columns, in column order
   // (NaN where no chunk brought them).
   std::vector<double> v0_ ABSL_GUARDED_BY(mu_);

@@ -116,7 +116,10 @@ ProgressJournal::~ProgressJournal() {
 
 absl::Status ProgressJournal::Append(const v1::PriceReply& reply) {
   v1::PriceReply record = reply;
-  if (record.has_chunk()) record.mutable_chunk()->clear_values();
+  if (record.has_chunk()) {  // what goes to the .npy files
+    record.mutable_chunk()->clear_values();
+    record.mutable_chunk()->clear_contributions();
+  }
   if (record.has_prices()) record.mutable_prices()->clear_values();
   if (record.has_values()) record.mutable_values()->clear_values();
   const std::string bytes = record.SerializeAsString();

@@ -1,5 +1,6 @@
 #include "client/lib/request_options.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -64,6 +65,7 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.terminal_prices = flags.terminal_prices;
   o.instrument_values = flags.instrument_values;
   o.statistics = flags.statistics;
+  o.contributions = flags.contributions;
   o.errors = flags.errors;
   o.error_confidence = flags.error_confidence;
   o.moments_from_covariance = flags.moments_from_covariance;
@@ -251,9 +253,16 @@ absl::Status SetStatistics(const PriceOptions& o, v1::OutputOptions& output) {
           absl::StrCat("--error-confidence ", *o.error_confidence, " must be in (0, 1)"));
     }
   }
-  if (o.statistics.empty()) return absl::OkStatus();
+  if (o.statistics.empty() && o.contributions.empty()) return absl::OkStatus();
   v1::StatisticsSelection* selection = output.mutable_statistics();
   *selection = ToSelection(o.statistics);
+  for (const StatisticItem& c : o.contributions) {
+    const bool es = c.kind == StatisticItem::Kind::kEs;
+    auto* levels = es ? selection->mutable_es() : selection->mutable_var();
+    if (std::find(levels->begin(), levels->end(), c.level) == levels->end()) levels->Add(c.level);
+    (es ? selection->mutable_es_contributions() : selection->mutable_var_contributions())
+        ->Add(c.level);
+  }
   selection->set_moments_from_covariance(o.moments_from_covariance);
   if (errors) {
     selection->set_errors(true);

@@ -51,6 +51,10 @@ struct PriceOptions {
   // Statistics to ask for (statistics_list.h); empty: none, unless nothing
   // else is asked for either.
   std::vector<StatisticItem> statistics;
+  // Levels of ES and VaR whose Euler contributions to ask for
+  // (ParseContributionsList: ES's first); each is added to the statistics'
+  // es (var) levels when they lack it.
+  std::vector<StatisticItem> contributions;
   // StatisticsSelection.errors: each statistic's Monte Carlo error too, its
   // intervals at error_confidence (in (0, 1), default 0.95).
   bool errors = false;

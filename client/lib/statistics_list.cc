@@ -1,5 +1,6 @@
 #include "client/lib/statistics_list.h"
 
+#include <algorithm>
 #include <charconv>
 #include <utility>
 
@@ -7,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 
 namespace pricer {
 
@@ -69,23 +71,39 @@ absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::s
       flag, ": '", text, "' is not one of mean, stddev, min, max, quantile:L, var:L, es:L"));
 }
 
-absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list) {
+absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list,
+                                                               absl::string_view flag) {
   std::vector<StatisticItem> items;
   std::vector<absl::string_view> written;  // each item as the user wrote it
   for (absl::string_view raw : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
     const absl::string_view text = absl::StripAsciiWhitespace(raw);
-    absl::StatusOr<StatisticItem> item = ParseStatisticItem(text, "--stats");
+    absl::StatusOr<StatisticItem> item = ParseStatisticItem(text, flag);
     if (!item.ok()) return item.status();
     for (size_t i = 0; i < items.size(); ++i) {
       if (items[i].name == item->name) {
-        return absl::InvalidArgumentError(absl::StrCat("--stats: '", written[i], "' and '", text,
+        return absl::InvalidArgumentError(absl::StrCat(flag, ": '", written[i], "' and '", text,
                                                        "' are the same item (", item->name, ")"));
       }
     }
     items.push_back(*std::move(item));
     written.push_back(text);
   }
-  if (items.empty()) return absl::InvalidArgumentError("--stats: the list is empty");
+  if (items.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": the list is empty"));
+  return items;
+}
+
+absl::StatusOr<std::vector<StatisticItem>> ParseContributionsList(absl::string_view list) {
+  ASSIGN_OR_RETURN(std::vector<StatisticItem> items, ParseStatisticsList(list, "--contributions"));
+  for (const StatisticItem& item : items) {
+    if (item.kind != Kind::kEs && item.kind != Kind::kVar) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--contributions: '", item.name, "' is not es:L or var:L"));
+    }
+  }
+  // The server's order: es_contributions', then var_contributions'.
+  std::stable_sort(items.begin(), items.end(), [](const StatisticItem& a, const StatisticItem& b) {
+    return a.kind == Kind::kEs && b.kind == Kind::kVar;
+  });
   return items;
 }
 

@@ -42,7 +42,12 @@ absl::StatusOr<StatisticItem> ParseStatisticItem(absl::string_view text, absl::s
 // Parses a comma-separated list of mean, stddev, min, max, quantile:L
 // (0 <= L <= 1), var:L and es:L (0 < L < 1). An item given twice (under any
 // spelling of its level) is refused, naming both as written.
-absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list);
+// `flag` names the list in an error.
+absl::StatusOr<std::vector<StatisticItem>> ParseStatisticsList(absl::string_view list,
+                                                               absl::string_view flag = "--stats");
+// The levels of --contributions: es:L and var:L only, ES's first (the order
+// the server sends them in), each once.
+absl::StatusOr<std::vector<StatisticItem>> ParseContributionsList(absl::string_view list);
 
 // `items`, each followed by its errors: mean -> mean, mean_se; var:0.99 ->
 // var_0.99, var_0.99_lo, var_0.99_hi; es_L -> es_L, es_L_se; min and max

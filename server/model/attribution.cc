@@ -30,33 +30,32 @@ std::vector<TailBand> ContributionBands(const StatisticsSelection& selection, in
   return bands;
 }
 
-void BandPaths(const float* values, int64_t rows, TailBand band, float lo, float hi,
-               int32_t* paths) {
+void BandPaths(const float* values, const int32_t* candidates, int64_t count, TailBand band,
+               float lo, float hi, int32_t* paths) {
   // Ranks as a stable sort gives them: the ties at a value v take ranks
   // count(< v), count(< v) + 1, ... in path order. The band skips the ties
   // at lo under rank `first` and takes those at hi up to rank `last`.
-  int64_t under_lo = 0, at_lo = 0, under_hi = 0;
-  for (int64_t p = 0; p < rows; ++p) {
-    const float v = values[p];
+  int64_t under_lo = 0, under_hi = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = values[candidates[i]];
     under_lo += v < lo ? 1 : 0;
-    at_lo += v == lo ? 1 : 0;
     under_hi += v < hi ? 1 : 0;
   }
   int64_t n = 0;
   int64_t skip_lo = band.bounded ? band.first - under_lo : 0;
-  if (band.bounded && lo == hi) {  // every path of the band ties
-    for (int64_t p = 0; p < rows && n < band.size(); ++p) {
-      if (values[p] == lo && skip_lo-- <= 0) paths[n++] = static_cast<int32_t>(p);
-    }
-    return;
-  }
   int64_t take_hi = band.last + 1 - under_hi;
-  for (int64_t p = 0; p < rows; ++p) {
+  for (int64_t i = 0; i < count; ++i) {
+    const int32_t p = candidates[i];
     const float v = values[p];
-    bool take = v < hi && (!band.bounded || v > lo);
-    if (band.bounded && v == lo) take = skip_lo-- <= 0;
-    if (v == hi && take_hi > 0) take = true, --take_hi;
-    if (take) paths[n++] = static_cast<int32_t>(p);
+    bool take;
+    if (band.bounded && v == lo) {
+      take = skip_lo-- <= 0 && n < band.size();  // the cap binds when lo == hi
+    } else if (v == hi) {
+      take = take_hi-- > 0;
+    } else {
+      take = !band.bounded || v > lo;  // v < hi
+    }
+    if (take) paths[n++] = p;
   }
 }
 

@@ -40,13 +40,14 @@ TailBand VarWindow(double level, int64_t rows);
 // order.
 std::vector<TailBand> ContributionBands(const StatisticsSelection& selection, int64_t rows);
 
-// The paths of `values` (`rows` of them) whose ranks lie in `band`, given
-// its order statistics x_(first) (`lo`, read only when bounded) and x_(last)
-// (`hi`), ranked as a stable sort ranks them (tied values in path order):
-// the values strictly between lo and hi and, of those tied at either end,
-// the ones whose ranks fall in the band. Writes band.size() path indices,
-// ascending, to `paths`.
-void BandPaths(const float* values, int64_t rows, TailBand band, float lo, float hi,
-               int32_t* paths);
+// The paths of `values` whose ranks lie in `band`, given its order
+// statistics x_(first) (`lo`, read only when bounded) and x_(last) (`hi`),
+// ranked as a stable sort ranks them (tied values in path order): the
+// values strictly between lo and hi and, of those tied at either end, the
+// ones whose ranks fall in the band. `candidates` are the `count` paths
+// whose values are <= hi, ascending (every value <= lo is among them).
+// Writes band.size() path indices, ascending, to `paths`.
+void BandPaths(const float* values, const int32_t* candidates, int64_t count, TailBand band,
+               float lo, float hi, int32_t* paths);
 
 }  // namespace pricer

@@ -63,7 +63,12 @@ TEST(AttributionTest, BandPathsAreTheStableSortsRanksWithTies) {
     std::vector<int32_t> got(static_cast<size_t>(band.size()), -1);
     const float lo = values[static_cast<size_t>(order[static_cast<size_t>(band.first)])];
     const float hi = values[static_cast<size_t>(order[static_cast<size_t>(band.last)])];
-    BandPaths(values.data(), rows, band, band.bounded ? lo : -1e30f, hi, got.data());
+    std::vector<int32_t> candidates;
+    for (int32_t p = 0; p < rows; ++p) {
+      if (values[static_cast<size_t>(p)] <= hi) candidates.push_back(p);
+    }
+    BandPaths(values.data(), candidates.data(), static_cast<int64_t>(candidates.size()), band,
+              band.bounded ? lo : -1e30f, hi, got.data());
     ASSERT_EQ(got, expected) << "trial " << trial << " rows " << rows << " band " << band.first
                              << ".." << band.last;
   }

@@ -178,6 +178,7 @@ class CpuDeviceJob : public DeviceJob {
                             discount);
       }
       v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
+      if (attribution.has_value()) attribution->Begin(static_cast<int64_t>(v0.size()));
       PortfolioValues(a + (column_begin - block_begin) * issuers, issuers, paths_.today().data(),
                       static_cast<int64_t>(v0.size()), v0.data());
     }
@@ -188,14 +189,15 @@ class CpuDeviceJob : public DeviceJob {
         reducer->Reduce(values, v0[static_cast<size_t>(column - column_begin)], k,
                         &out->statistics);
         if (errors.has_value()) errors->Compute(values, k, &out->statistics);
-        if (attribution.has_value()) {
-          attribution->Compute(values, a + (column - block_begin) * issuers, *reducer, k,
-                               &out->statistics);
-        }
+        if (attribution.has_value()) attribution->Select(column - column_begin, values, *reducer);
       }
       if (spec_.output.full && out->values.data() + k * paths != values) {
         std::memcpy(out->values.data() + k * paths, values, paths * sizeof(float));
       }
+    }
+    if (attribution.has_value()) {
+      attribution->Finish(a + (column_begin - block_begin) * issuers,
+                          column_begin - shard.out_begin, &out->statistics);
     }
   }
 
