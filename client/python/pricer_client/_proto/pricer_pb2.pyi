@@ -11,6 +11,7 @@ from pricer_client._proto.devices_pb2 import ListDevicesRequest
 from pricer_client._proto.devices_pb2 import DeviceInfo
 from pricer_client._proto.devices_pb2 import ListDevicesReply
 from pricer_client._proto.statistics_pb2 import StatisticsSelection
+from pricer_client._proto.statistics_pb2 import Contributions
 from pricer_client._proto.statistics_pb2 import LevelValues
 from pricer_client._proto.statistics_pb2 import ColumnStatistics
 from pricer_client._proto.statistics_pb2 import PrecisionTarget
@@ -209,18 +210,20 @@ class PriceRequest(_message.Message):
     def __init__(self, market: _Optional[_Union[Market, _Mapping]] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ..., paths: _Optional[int] = ..., seed: _Optional[int] = ..., scenarios: _Optional[_Union[Scenarios, _Mapping]] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., output: _Optional[_Union[OutputOptions, _Mapping]] = ..., priority: _Optional[int] = ..., antithetic: bool = ..., precision: _Optional[_Union[Precision, str]] = ..., target: _Optional[_Union[_statistics_pb2.PrecisionTarget, _Mapping]] = ..., instruments: _Optional[_Iterable[_Union[_book_pb2.Instrument, _Mapping]]] = ..., returns: _Optional[_Union[HistoricalReturns, _Mapping]] = ...) -> None: ...
 
 class ResultChunk(_message.Message):
-    __slots__ = ["column_begin", "column_end", "rows", "statistics", "values"]
+    __slots__ = ["column_begin", "column_end", "contributions", "rows", "statistics", "values"]
     COLUMN_BEGIN_FIELD_NUMBER: _ClassVar[int]
     COLUMN_END_FIELD_NUMBER: _ClassVar[int]
+    CONTRIBUTIONS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     STATISTICS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     column_begin: int
     column_end: int
+    contributions: _containers.RepeatedCompositeFieldContainer[_statistics_pb2.Contributions]
     rows: int
     statistics: _statistics_pb2.ColumnStatistics
     values: bytes
-    def __init__(self, column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ..., statistics: _Optional[_Union[_statistics_pb2.ColumnStatistics, _Mapping]] = ...) -> None: ...
+    def __init__(self, column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ..., statistics: _Optional[_Union[_statistics_pb2.ColumnStatistics, _Mapping]] = ..., contributions: _Optional[_Iterable[_Union[_statistics_pb2.Contributions, _Mapping]]] = ...) -> None: ...
 
 class ScenarioChunk(_message.Message):
     __slots__ = ["columns", "rows", "values"]
