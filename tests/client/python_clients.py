@@ -15,6 +15,9 @@ def assert_same_result(test, got, want):
     test.assertEqual(set(got.statistics), set(want.statistics))
     for name, values in want.statistics.items():
         test.assertEqual(got.statistics[name].tobytes(), values.tobytes(), name)
+    test.assertEqual(set(got.contributions), set(want.contributions))
+    for name, values in want.contributions.items():
+        test.assertEqual(got.contributions[name].tobytes("F"), values.tobytes("F"), name)
     for field in ("full", "terminal_prices", "column_paths", "target_met"):
         a, b = getattr(got, field), getattr(want, field)
         test.assertEqual(a is None, b is None, field)

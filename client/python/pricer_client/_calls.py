@@ -34,7 +34,7 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
                   **arguments) -> PreparedPrice:
     """Checks price()'s arguments (ValueError or TypeError naming the
     argument) and builds its request, before any call."""
-    request, named = price_request(full=full, **arguments)
+    request, named, contributed = price_request(full=full, **arguments)
     if isinstance(split, bool) or not isinstance(split, numbers.Integral) or split < 1:
         raise ValueError(f"split is {split!r}: must be an integer >= 1")
     if timeout is not None and (isinstance(timeout, bool) or
@@ -54,8 +54,9 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
     parts = 1 if span is None else max(1, min(int(split), span[1] - span[0]))
     deadline = None if timeout is None else time.monotonic() + timeout
     max_paths = request.target.max_paths if request.HasField("target") else None
-    return PreparedPrice(request, span, parts, Results(named, full, span, progress, max_paths),
-                         deadline)
+    results = Results(named, full, span, progress, max_paths,
+                      contributed=(contributed, request.output.statistics.errors))
+    return PreparedPrice(request, span, parts, results, deadline)
 
 
 class WarmUp:

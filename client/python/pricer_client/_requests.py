@@ -10,7 +10,7 @@ from pricer_client._book import market_labels, set_instruments, set_returns
 from pricer_client._checks import number as _number
 from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SEED_PRESET
-from pricer_client._statistics import statistics_selection, with_errors
+from pricer_client._statistics import contribution_levels, statistics_selection, with_errors
 from pricer_client._targets import as_target, precision_target
 
 _PRECISIONS = {"fp32": pricer_pb2.PRECISION_FP32, "tf32": pricer_pb2.PRECISION_TF32,
@@ -145,10 +145,11 @@ def _set_target(request, named, target, max_paths):
 def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, correlation,
                   antithetic, scenarios, scenario_set, column_begin, column_end, instruments,
                   returns, statistics, errors, error_confidence, moments_from_covariance, full,
-                  terminal_prices, priority, precision, target, max_paths):
+                  terminal_prices, priority, precision, target, max_paths, contributions=None):
     """(the PriceRequest of Client.price()'s arguments, (name, kind, level,
     part) of each statistics column: with errors or a target, each item's
-    errors after it)."""
+    errors after it, the names of the contributed levels in the server's
+    order)."""
     if precision not in _PRECISIONS:
         raise ValueError(f"precision {precision!r} is not one of fp32, tf32, bf16")
     _check_full(full)
@@ -170,11 +171,14 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
     set_returns(request, returns, issuers)
     rows = set_instruments(request, instruments, issuers, market_labels(spot))
     _set_scenarios(request, scenarios, scenario_set, request.seed, rows)
-    named = []
+    named, contributed = [], []
     if moments_from_covariance and statistics == ("mean", "stddev", "min", "max"):
         statistics = ("mean", "stddev")  # the default, less what ST's covariance cannot give
     if statistics is not None:
         selection, named = statistics_selection(statistics)
+        if contributions is not None:
+            contributed, added = contribution_levels(selection, contributions)
+            named += added
         selection.moments_from_covariance = bool(moments_from_covariance)
         if errors or target is not None:  # a target's error is one of them
             selection.errors, selection.error_confidence = True, error_confidence
@@ -182,12 +186,14 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
         request.output.statistics.CopyFrom(selection)
     elif errors:
         raise ValueError("errors=True needs statistics (the errors are theirs)")
+    elif contributions is not None:
+        raise ValueError("contributions needs statistics (they are ES's and VaR's)")
     request.output.full = full is not False
     request.output.terminal_prices = bool(terminal_prices)
     _set_target(request, named, target, max_paths)
     if not (named or request.output.full or request.output.terminal_prices):
         raise ValueError("nothing to return: give statistics, full or terminal_prices")
-    return request, named
+    return request, named, contributed
 
 
 def column_span(request):

@@ -23,6 +23,9 @@ class PriceResult:
     target_met: with a target, whether each column's error met it (bool;
         False: max_paths came first), else None
     instruments: K, the instruments of the request's book (0 without one)
+    contributions: name ("es_0.975", "var_0.99", with errors "es_0.975_se")
+        -> the Euler contributions of A's rows to each priced column (rows x
+        columns, float32, rows in the market's or the book's order)
     """
 
     column_begin: int
@@ -37,6 +40,7 @@ class PriceResult:
     column_paths: Optional[np.ndarray] = None
     target_met: Optional[np.ndarray] = None
     instruments: int = 0
+    contributions: Dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def _columns(self):
         """(name, values, how a value is written) of each column after
@@ -62,6 +66,29 @@ class PriceResult:
         index = pandas.RangeIndex(self.column_begin, self.column_end, name="column")
         return pandas.DataFrame({name: values for name, values, _ in self._columns()},
                                 index=index)
+
+    def contributions_to_pandas(self):
+        """The contributions in long form, a row per (column, row, item):
+        columns `column` (the scenario column's number), `row` (the issuer's or
+        instrument's index), `item` ("es_0.975", "es_0.975_se", ...) and
+        `value`. Needs pandas."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("PriceResult.contributions_to_pandas() needs pandas: pip install "
+                              "'pricer-client[pandas]' (or pandas)") from None
+        frames = []
+        for item, values in self.contributions.items():
+            rows, columns = values.shape
+            frames.append(pandas.DataFrame({
+                "column": np.tile(np.arange(self.column_begin, self.column_begin + columns),
+                                  rows),
+                "row": np.repeat(np.arange(rows), columns),
+                "item": item,
+                "value": values.ravel(order="C")}))
+        if not frames:
+            return pandas.DataFrame(columns=["column", "row", "item", "value"])
+        return pandas.concat(frames, ignore_index=True)
 
     def write_csv(self, path):
         """Writes the statistics as the CLI's --stats-out does: a header
@@ -115,8 +142,11 @@ class Results:
 
     def __init__(self, named, full, span,
                  progress: Optional[Callable[[int, int], None]] = None,
-                 max_paths: Optional[int] = None):
+                 max_paths: Optional[int] = None, contributed=((), False)):
         self._named, self._full, self._span = named, full, span
+        # The contributed levels' names in the server's order, and whether
+        # their errors come too.
+        self._contributed, self._contribution_errors = contributed
         self._progress, self._max_paths = progress, max_paths
         self._lock = threading.Lock()
         self._result = None
@@ -139,6 +169,11 @@ class Results:
             self._result = PriceResult(begin, end, accepted.paths, accepted.issuers,
                                        {name: np.full(end - begin, np.nan) for name in names},
                                        sc, None, 0.0, 0.0, instruments=accepted.instruments)
+            rows = accepted.instruments or accepted.issuers
+            for name in self._contributed:
+                for item in [name] + ([name + "_se"] if self._contribution_errors else []):
+                    self._result.contributions[item] = np.full((rows, end - begin), np.nan,
+                                                               dtype=np.float32, order="F")
             if self._max_paths is not None:
                 self._result.column_paths = np.zeros(end - begin, dtype=np.int64)
                 self._result.target_met = np.zeros(end - begin, dtype=bool)
@@ -165,6 +200,7 @@ class Results:
                     (count, chunk.rows))[part].T
             if chunk.HasField("statistics"):
                 self._take_statistics(r, chunk.statistics, count, part, window)
+            self._take_contributions(r, chunk, count, part, window)
             if self._max_paths is not None:
                 self._take_target(r, chunk, count, part, window)
             self._columns_done += end - begin
@@ -178,6 +214,21 @@ class Results:
             if values is None or len(values) != count:
                 raise contradiction(f"no {name} for {count} columns")
             r.statistics[name][window] = values[part]
+
+    def _take_contributions(self, r, chunk, count, part, window):
+        if len(chunk.contributions) != len(self._contributed):
+            raise contradiction(f"{len(chunk.contributions)} contributed levels for "
+                                f"{len(self._contributed)} asked for")
+        for name, c in zip(self._contributed, chunk.contributions):
+            rows = r.contributions[name].shape[0]
+            for item, values in ((name, c.values), (name + "_se", c.standard_errors)):
+                if item not in r.contributions:
+                    continue
+                if c.rows != rows or len(values) != 4 * rows * count:
+                    raise contradiction(f"{item} of {c.rows} rows in {len(values)} bytes for "
+                                        f"{count} columns of {rows} rows")
+                r.contributions[item][:, window] = np.frombuffer(values, dtype="<f4").reshape(
+                    (count, rows))[part].T
 
     def _check_rows(self, r, chunk):
         """A chunk's rows are the paths of its columns: P, or with a target

@@ -80,3 +80,41 @@ def with_errors(named):
         columns.append((name, kind, level, part))
         columns.extend((name + suffix, kind, level, error) for suffix, error in _ERRORS[kind])
     return columns
+
+
+def contribution_levels(selection, items: Sequence[str]):
+    """Adds price()'s `contributions` ("es:0.975", "var:0.99") to
+    `selection`: each level to es_contributions or var_contributions, and to
+    es or var when they lack it. Returns their names ("es_0.975"), ES's
+    first (the order the server sends them in), and (name, kind, level,
+    "values") of each level added to es or var, for the statistics columns."""
+    if isinstance(items, str):
+        raise TypeError(f"contributions must be a list of items, not the string {items!r}")
+    levels, given = {"es": [], "var": []}, {}
+    for item in items:
+        kind, _, text = str(item).strip().partition(":")
+        if kind not in levels or not text:
+            raise ValueError(f"contributions item {item!r} is not es:L or var:L")
+        try:
+            level = float(text)
+        except ValueError:
+            raise ValueError(f"contributions item {item!r}: the level {text!r} is not a "
+                             "number") from None
+        level = levelled_item("contributions item", item, kind, level)
+        name = f"{kind}_{level_name(level)}"
+        if name in given:
+            raise ValueError(f"contributions items {given[name]!r} and {item!r} are the same "
+                             f"item ({name})")
+        given[name] = item
+        levels[kind].append((name, level))
+    names, added = [], []
+    for kind, field in (("es", selection.es), ("var", selection.var)):
+        for name, level in levels[kind]:
+            if level not in field:
+                field.append(level)
+                added.append((name, kind, level, "values"))
+            getattr(selection, f"{kind}_contributions").append(level)
+            names.append(name)
+    if not names:
+        raise ValueError("contributions is empty: give None for no contributions")
+    return names, added

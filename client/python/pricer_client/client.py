@@ -50,6 +50,12 @@ the result's statistics, named as the CLI's --errors columns:
 "var_L_hi", "quantile_L_lo", "quantile_L_hi" (the bounds of a
 confidence interval at `error_confidence`, in (0, 1)); min, max: none.
 `moments_from_covariance`: mean and stddev only, from ST's covariance.
+`contributions`: items "es:L" and "var:L" (docs/risk.md, "Where the risk
+comes from"): each row's (issuer's, or instrument's) Euler contribution to
+the column's ES at L (they add up to it) or to VaR's window mean loss, in
+the result's contributions["es_L"] (rows x columns, float32) and with
+errors contributions["es_L_se"]; contributions_to_pandas() gives them in
+long form. The level is added to `statistics` when they lack it.
 `target`: each column priced to a precision, a Target or the CLI's
 --error-target text ("var:0.99=2%": var_0.99's error at most 2% of
 it; "mean=0.01": at most 0.01), of an item of `statistics` (errors
@@ -146,6 +152,7 @@ class Client:
               statistics: Optional[Iterable[str]] = ("mean", "stddev", "min", "max"),
               errors: bool = False, error_confidence: float = 0.95,
               moments_from_covariance: bool = False,
+              contributions: Optional[Iterable[str]] = None,
               target: Union[None, str, Target] = None, max_paths: Optional[int] = None,
               full: Union[bool, np.ndarray, str] = False, terminal_prices: bool = False,
               priority: int = 0, precision: str = "fp32", split: int = 1,
