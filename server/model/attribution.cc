@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "server/model/job_spec.h"
+
 namespace pricer {
 
 int64_t VarWindowHalfWidth(int64_t rows) {
@@ -28,6 +30,28 @@ std::vector<TailBand> ContributionBands(const StatisticsSelection& selection, in
   for (double level : selection.es_contributions) bands.push_back(EsTail(level, rows));
   for (double level : selection.var_contributions) bands.push_back(VarWindow(level, rows));
   return bands;
+}
+
+std::vector<InstrumentTerms> RowTerms(const JobSpec& spec, bool today) {
+  if (!spec.instruments.empty()) {
+    return today ? TermsToday(spec.market, spec.instruments)
+                 : TermsAtHorizon(spec.market, spec.instruments);
+  }
+  std::vector<InstrumentTerms> terms;
+  for (int64_t i = 0; i < spec.market.issuers(); ++i) {
+    terms.push_back(TermsOf(i, InstrumentType::kStock, 0, 0, spec.market.rate, 0));
+  }
+  return terms;
+}
+
+RowDerivatives DerivativesToday(const JobSpec& spec) {
+  RowDerivatives today;
+  for (const InstrumentTerms& t : RowTerms(spec, true)) {
+    const double spot = spec.market.spot[static_cast<size_t>(t.issuer)];
+    today.delta.push_back(InstrumentDelta(t, spot));
+    today.vega.push_back(t.issuer_volatility ? InstrumentVega(t, spot) : 0.0);
+  }
+  return today;
 }
 
 void BandPaths(const float* values, const int32_t* candidates, int64_t count, TailBand band,

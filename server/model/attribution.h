@@ -12,9 +12,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "server/model/host_device.h"
+#include "server/model/instruments.h"
 #include "server/model/statistics.h"
 
 namespace pricer {
+
+struct JobSpec;
 
 // Ranks first..last (0-based, of the column's sorted values) of a band.
 // `bounded` false: it starts at rank 0 and needs no lower order statistic.
@@ -49,5 +53,37 @@ std::vector<TailBand> ContributionBands(const StatisticsSelection& selection, in
 // Writes band.size() path indices, ascending, to `paths`.
 void BandPaths(const float* values, const int32_t* candidates, int64_t count, TailBand band,
                float lo, float hi, int32_t* paths);
+
+// The sensitivities (docs/risk.md): the pathwise derivatives of X's rows
+// with respect to their issuer's spot S0 and volatility sigma, and of X0's.
+// Row r's share of the delta of column j is -A[r, j] (exp(-r T) mean_B
+// dX[p, r]/dS0 - dX0[r]/dS0); an issuer's delta adds its rows' shares (the
+// same for vega). A stock: dST/dS0 = ST / S0 and dST/dsigma = ST (sqrt(T) x
+// - sigma T), x the path's (correlated) shock, 0 for historical returns; an
+// instrument: its Black-Scholes delta at the horizon times those, plus its
+// own vega when its volatility is its issuer's.
+
+// The terms of A's rows at the horizon (`today` false) or today: the
+// book's instruments, or a stock per issuer.
+std::vector<InstrumentTerms> RowTerms(const JobSpec& spec, bool today);
+// dX0[r]/dS0 and dX0[r]/dsigma of each row.
+struct RowDerivatives {
+  std::vector<double> delta, vega;
+};
+RowDerivatives DerivativesToday(const JobSpec& spec);
+
+// dX[p, r]/dS0 from its issuer's ST and S0.
+PRICER_HOST_DEVICE inline double PathDelta(const InstrumentTerms& t, double st, double spot) {
+  return InstrumentDelta(t, st) * st / spot;
+}
+// dX[p, r]/dsigma from its issuer's ST and dST/dsigma.
+PRICER_HOST_DEVICE inline double PathVega(const InstrumentTerms& t, double st, double dst) {
+  return InstrumentDelta(t, st) * dst + (t.issuer_volatility ? InstrumentVega(t, st) : 0.0);
+}
+// dST/dsigma under GBM: ST (sqrt(T) x - sigma T).
+PRICER_HOST_DEVICE inline double TerminalPriceVega(double st, double root_t, double sigma_t,
+                                                   double x) {
+  return st * (root_t * x - sigma_t);
+}
 
 }  // namespace pricer

@@ -17,16 +17,18 @@ std::vector<InstrumentTerms> TermsAt(const Market& market,
         TermsOf(instrument.issuer, instrument.type, instrument.strike,
                 instrument.type == InstrumentType::kStock ? 0.0 : instrument.expiry - time,
                 market.rate, instrument.volatility.value_or(market.volatility[issuer])));
+    terms.back().issuer_volatility = !instrument.volatility.has_value();
   }
   return terms;
 }
 
 }  // namespace
 
-InstrumentTerms TermsOf(int64_t issuer, InstrumentType type, double strike, double tau,
-                        double rate, double volatility) {
-  return InstrumentTerms{issuer, type, strike * std::exp(-rate * tau),
-                         volatility * std::sqrt(tau)};
+InstrumentTerms TermsOf(int64_t issuer, InstrumentType type, double strike, double tau, double rate,
+                        double volatility) {
+  return InstrumentTerms{
+      issuer,         type, strike * std::exp(-rate * tau), volatility * std::sqrt(tau),
+      std::sqrt(tau), false};
 }
 
 std::vector<InstrumentTerms> TermsAtHorizon(const Market& market,

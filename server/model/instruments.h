@@ -36,9 +36,11 @@ struct InstrumentTerms {
   InstrumentType type = InstrumentType::kStock;
   double discounted_strike = 0;
   double width = 0;
+  double root_tau = 0;             // sqrt(tau), for the vega
+  bool issuer_volatility = false;  // its volatility is its issuer's (it has none of its own)
 };
-InstrumentTerms TermsOf(int64_t issuer, InstrumentType type, double strike, double tau,
-                        double rate, double volatility);
+InstrumentTerms TermsOf(int64_t issuer, InstrumentType type, double strike, double tau, double rate,
+                        double volatility);
 
 // Phi(x), the standard normal distribution function (0.7071... = 1 / sqrt(2)).
 PRICER_HOST_DEVICE inline double StandardNormalCdf(double x) {
@@ -60,6 +62,28 @@ PRICER_HOST_DEVICE inline double InstrumentValue(const InstrumentTerms& t, doubl
   const double d2 = d1 - width;
   return call ? s * StandardNormalCdf(d1) - strike * StandardNormalCdf(d2)
               : strike * StandardNormalCdf(-d2) - s * StandardNormalCdf(-d1);
+}
+
+// dV/ds, the instrument's delta at spot `s`: 1 for a stock and a forward,
+// N(d1) for a call, N(d1) - 1 for a put (the payoff's slope at tau = 0 or
+// volatility 0).
+PRICER_HOST_DEVICE inline double InstrumentDelta(const InstrumentTerms& t, double s) {
+  if (t.type == InstrumentType::kStock || t.type == InstrumentType::kForward) return 1.0;
+  const bool call = t.type == InstrumentType::kCall;
+  const double strike = t.discounted_strike;
+  if (!(t.width > 0)) return call ? (s > strike ? 1.0 : 0.0) : (s < strike ? -1.0 : 0.0);
+  const double d1 = (log(s / strike) + 0.5 * t.width * t.width) / t.width;
+  return call ? StandardNormalCdf(d1) : StandardNormalCdf(d1) - 1.0;
+}
+
+// dV/dsigma through the Black-Scholes formula (its own volatility): s phi(d1)
+// sqrt(tau) for a call or put, 0 for a stock, a forward and at tau = 0 or
+// volatility 0 (0.3989... = 1 / sqrt(2 pi)).
+PRICER_HOST_DEVICE inline double InstrumentVega(const InstrumentTerms& t, double s) {
+  if (t.type == InstrumentType::kStock || t.type == InstrumentType::kForward) return 0.0;
+  if (!(t.width > 0)) return 0.0;
+  const double d1 = (log(s / t.discounted_strike) + 0.5 * t.width * t.width) / t.width;
+  return s * 0.39894228040143267794 * exp(-0.5 * d1 * d1) * t.root_tau;
 }
 
 // The terms of each instrument at the horizon (tau = expiry - maturity) or

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 namespace pricer {
@@ -45,20 +46,29 @@ int64_t ColumnStatistics::values() const {
 
 int64_t ColumnStatistics::bytes() const {
   size_t floats = 0;
-  for (const auto* levels : {&contributions, &contributions_se}) {
+  for (const auto* levels :
+       {&contributions, &contributions_se, &delta, &delta_se, &vega, &vega_se}) {
     for (const auto& level : *levels) floats += level.size();
   }
   return values() * static_cast<int64_t>(sizeof(double)) +
          static_cast<int64_t>(floats * sizeof(float));
 }
 
-void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows) {
+void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows,
+                              int64_t issuers) {
   const size_t n = static_cast<size_t>(columns);
   const auto levels = static_cast<size_t>(selection.contribution_levels());
   contribution_rows = levels > 0 ? rows : 0;
-  contributions.assign(levels, std::vector<float>(n * static_cast<size_t>(rows)));
-  contributions_se.assign(selection.errors ? levels : 0,
-                          std::vector<float>(n * static_cast<size_t>(rows)));
+  sensitivity_rows = levels > 0 && (selection.delta || selection.vega) ? issuers : 0;
+  const bool e = selection.errors;
+  for (auto [to, asked, count] :
+       {std::tuple{&contributions, true, rows}, std::tuple{&contributions_se, e, rows},
+        std::tuple{&delta, selection.delta, issuers},
+        std::tuple{&delta_se, e && selection.delta, issuers},
+        std::tuple{&vega, selection.vega, issuers},
+        std::tuple{&vega_se, e && selection.vega, issuers}}) {
+    to->assign(asked ? levels : 0, std::vector<float>(n * static_cast<size_t>(count)));
+  }
   v0.assign(n, 0.0);
   mean.assign(selection.mean ? n : 0, 0.0);
   stddev.assign(selection.stddev ? n : 0, 0.0);
@@ -67,7 +77,6 @@ void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t colu
   quantiles.assign(selection.quantiles.size(), std::vector<double>(n));
   var.assign(selection.var.size(), std::vector<double>(n));
   es.assign(selection.es.size(), std::vector<double>(n));
-  const bool e = selection.errors;
   mean_se.assign(e && selection.mean ? n : 0, 0.0);
   stddev_se.assign(e && selection.stddev ? n : 0, 0.0);
   for (auto [levels, count] :
@@ -96,11 +105,17 @@ void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first,
     to->resize(from->size());
     for (size_t l = 0; l < from->size(); ++l) Append((*to)[l], (*from)[l], first, count);
   }
-  // A column of contributions is contribution_rows values.
+  // A column of contributions is contribution_rows values, of
+  // sensitivities sensitivity_rows.
   contribution_rows = other.contribution_rows;
-  const int64_t rows = other.contribution_rows;
-  for (auto [to, from] : {std::pair{&contributions, &other.contributions},
-                          std::pair{&contributions_se, &other.contributions_se}}) {
+  sensitivity_rows = other.sensitivity_rows;
+  for (auto [to, from, rows] :
+       {std::tuple{&contributions, &other.contributions, contribution_rows},
+        std::tuple{&contributions_se, &other.contributions_se, contribution_rows},
+        std::tuple{&delta, &other.delta, sensitivity_rows},
+        std::tuple{&delta_se, &other.delta_se, sensitivity_rows},
+        std::tuple{&vega, &other.vega, sensitivity_rows},
+        std::tuple{&vega_se, &other.vega_se, sensitivity_rows}}) {
     to->resize(from->size());
     for (size_t l = 0; l < from->size(); ++l) {
       Append((*to)[l], (*from)[l], first * rows, count * rows);

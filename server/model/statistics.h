@@ -36,6 +36,10 @@ struct StatisticsSelection {
   // share of the column's ES (resp. VaR); each level is one of `es` (`var`).
   std::vector<double> es_contributions;
   std::vector<double> var_contributions;
+  // Pathwise sensitivities of each contributed level's measure to each
+  // issuer's spot (delta) and volatility (vega).
+  bool delta = false;
+  bool vega = false;
   // The Monte Carlo error of each statistic (statistic_errors.h): standard
   // errors of mean, stddev and ES, intervals of quantiles and VaR at
   // `error_confidence`.
@@ -61,10 +65,11 @@ struct StatisticsSelection {
   int64_t contribution_levels() const {
     return static_cast<int64_t>(es_contributions.size() + var_contributions.size());
   }
-  // float32 values per column of the contributions, for A's `rows` rows
-  // (their standard errors too with `errors`).
-  int64_t contribution_values_per_column(int64_t rows) const {
-    return contribution_levels() * rows * (errors ? 2 : 1);
+  // float32 values per column of the contributions, for A's `rows` rows,
+  // and of the sensitivities, for `issuers` (their standard errors too with
+  // `errors`).
+  int64_t contribution_values_per_column(int64_t rows, int64_t issuers) const {
+    return contribution_levels() * (rows + (delta + vega) * issuers) * (errors ? 2 : 1);
   }
 };
 
@@ -94,6 +99,10 @@ struct ColumnStatistics {
   int64_t contribution_rows = 0;
   std::vector<std::vector<float>> contributions;
   std::vector<std::vector<float>> contributions_se;
+  // With delta or vega: per contributed level, `sensitivity_rows` (the
+  // issuers) x columns, the same way.
+  int64_t sensitivity_rows = 0;
+  std::vector<std::vector<float>> delta, delta_se, vega, vega_se;
 
   int64_t columns() const { return static_cast<int64_t>(v0.size()); }
   // float64 values held, over all arrays but the contributions.
@@ -101,8 +110,10 @@ struct ColumnStatistics {
   // Bytes held, the contributions' float32 included.
   int64_t bytes() const;
   // Room for `columns` columns of the selected statistics (set by a
-  // reducer), with contributions to A's `rows` rows.
-  void Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows = 0);
+  // reducer), with contributions to A's `rows` rows and sensitivities to
+  // `issuers`.
+  void Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows = 0,
+              int64_t issuers = 0);
   // Appends columns [first, first + count) of `other`.
   void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);
 };

@@ -55,7 +55,7 @@ int64_t Engine::TaskBytes(const Job& job, TaskRef ref) const {
     case TaskKind::kShard: {
       const Shard shard = ShardAt(job.plan(), job.spec(), ref.index);
       return ChunkPayloadBytes(job.spec().output, paths, job.spec().position_rows(),
-                               shard.out_end - shard.out_begin);
+                               job.spec().market.issuers(), shard.out_end - shard.out_begin);
     }
   }
   return 0;

@@ -23,12 +23,12 @@ std::pair<int64_t, int64_t> PathChunkCounts(const ShardPlan& plan, const JobSpec
 }  // namespace
 
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t rows,
-                          int64_t columns) {
+                          int64_t issuers, int64_t columns) {
   int64_t per_column = 0;
   if (output.full) per_column += paths * static_cast<int64_t>(sizeof(float));
   per_column += output.statistics.values_per_column() * static_cast<int64_t>(sizeof(double));
-  per_column +=
-      output.statistics.contribution_values_per_column(rows) * static_cast<int64_t>(sizeof(float));
+  per_column += output.statistics.contribution_values_per_column(rows, issuers) *
+                static_cast<int64_t>(sizeof(float));
   return per_column * columns;
 }
 
@@ -41,7 +41,8 @@ ShardPlan PlanShards(const JobSpec& spec, int64_t target_shard_bytes) {
 
   plan.issuers_per_chunk = std::max<int64_t>(
       1, kMaxChunkPayloadBytes / (spec.paths * static_cast<int64_t>(sizeof(float))));
-  const int64_t column_bytes = ChunkPayloadBytes(spec.output, spec.paths, spec.position_rows(), 1);
+  const int64_t column_bytes =
+      ChunkPayloadBytes(spec.output, spec.paths, spec.position_rows(), spec.market.issuers(), 1);
   if (column_bytes == 0) return plan;  // terminal prices only: no shards to run
   const int64_t max_chunk = std::max<int64_t>(1, kMaxChunkPayloadBytes / column_bytes);
   plan.chunk_columns =

@@ -52,9 +52,10 @@ struct Shard {
 };
 
 // Payload bytes of one chunk of `columns` scenario columns of `paths`
-// values each, whose positions have `rows` rows (for the contributions).
+// values each, whose positions have `rows` rows on `issuers` issuers (for
+// the contributions and sensitivities).
 int64_t ChunkPayloadBytes(const OutputSelection& output, int64_t paths, int64_t rows,
-                          int64_t columns);
+                          int64_t issuers, int64_t columns);
 
 // One chunk of the path matrices a job sends: columns [begin, end) of ST
 // (issuers) or, with `values`, of a book's V (instruments).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,7 +14,17 @@ namespace pricer {
 absl::Status ToContributions(const v1::StatisticsSelection& request, JobSpec* spec) {
   StatisticsSelection& selection = spec->output.statistics;
   const int levels = request.es_contributions_size() + request.var_contributions_size();
+  for (auto [field, asked] : {std::pair{"output.statistics.delta", request.delta()},
+                              std::pair{"output.statistics.vega", request.vega()}}) {
+    if (asked && levels == 0) {
+      return Invalid(field, "true",
+                     "the sensitivities are those of contributed levels: give "
+                     "output.statistics.es_contributions or var_contributions");
+    }
+  }
   if (levels == 0) return absl::OkStatus();
+  selection.delta = request.delta();
+  selection.vega = request.vega();
   if (levels > kMaxContributionLevels) {
     return Invalid("output.statistics.es_contributions size + var_contributions size", levels,
                    absl::StrCat("at most ", kMaxContributionLevels, " levels in all"));

@@ -14,7 +14,8 @@ inline constexpr int kMaxContributionLevels = 16;
 
 // Sets spec->output.statistics' contributions from `request` (whose output
 // selection is set): each level one of the selection's `es` (resp. `var`)
-// levels, each once, not with the moments shortcut.
+// levels, each once, not with the moments shortcut; and their sensitivities
+// (delta, vega), which need a contributed level.
 absl::Status ToContributions(const v1::StatisticsSelection& request, JobSpec* spec);
 
 }  // namespace pricer

@@ -83,6 +83,11 @@ void ToContributions(const ColumnStatistics& s, const StatisticsSelection& selec
     };
     c->set_values(bytes(s.contributions[l]));
     if (l < s.contributions_se.size()) c->set_standard_errors(bytes(s.contributions_se[l]));
+    c->set_issuers(s.sensitivity_rows);
+    if (l < s.delta.size()) c->set_delta(bytes(s.delta[l]));
+    if (l < s.delta_se.size()) c->set_delta_standard_errors(bytes(s.delta_se[l]));
+    if (l < s.vega.size()) c->set_vega(bytes(s.vega[l]));
+    if (l < s.vega_se.size()) c->set_vega_standard_errors(bytes(s.vega_se[l]));
   }
 }
 

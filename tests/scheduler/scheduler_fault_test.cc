@@ -146,7 +146,7 @@ TEST(SchedulerCancelTest, AStalledReaderHoldsBackOnlyItsOwnJob) {
   const JobSpec fast = FakeJob("fast", 2, 3);
   // Room for one shard's chunk: the slow job waits for its reader after one.
   options.max_pending_bytes_per_job =
-      ChunkPayloadBytes(slow.output, kFakePaths, 0, kColumnAlignment);
+      ChunkPayloadBytes(slow.output, kFakePaths, 0, 0, kColumnAlignment);
   // Room for one job at a time.
   FakeEngine fake = MakeFakeEngine({kResident + kShard}, options);
   auto stalled = Submitted(*fake.engine, slow);
@@ -181,7 +181,7 @@ TEST(SchedulerCancelTest, AStalledReaderTakesNoMemoryFromJobsWaitingForTheirRead
   const JobSpec slow = FakeJob("slow", 1, 3);
   const JobSpec fast = FakeJob("fast", 2, 3);
   options.max_pending_bytes_per_job =
-      ChunkPayloadBytes(slow.output, kFakePaths, 0, kColumnAlignment);
+      ChunkPayloadBytes(slow.output, kFakePaths, 0, 0, kColumnAlignment);
   FakeEngine fake = MakeFakeEngine({kResident + kShard}, options);
   auto stalled = Submitted(*fake.engine, slow);
   auto other = Submitted(*fake.engine, fast);

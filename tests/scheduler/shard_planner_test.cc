@@ -123,24 +123,24 @@ TEST(ShardPlannerTest, ShardsTileTheRequestedRangeExactly) {
 TEST(ShardPlannerTest, ChunkPayloadBytesIsTheSumOfWhatIsSent) {
   // full: P float32 values per column; basic statistics: V0, mean, stddev,
   // min and max, five float64 per column.
-  EXPECT_EQ(ChunkPayloadBytes(Output(true, false), 1000, 0, 7), 7 * 1000 * 4);
-  EXPECT_EQ(ChunkPayloadBytes(Output(false, true), 1000, 0, 7), 7 * 40);
-  EXPECT_EQ(ChunkPayloadBytes(Output(true, true), 1000, 0, 7), 7 * (1000 * 4 + 40));
-  EXPECT_EQ(ChunkPayloadBytes(Output(false, false, true), 1000, 0, 7), 0);
+  EXPECT_EQ(ChunkPayloadBytes(Output(true, false), 1000, 0, 0, 7), 7 * 1000 * 4);
+  EXPECT_EQ(ChunkPayloadBytes(Output(false, true), 1000, 0, 0, 7), 7 * 40);
+  EXPECT_EQ(ChunkPayloadBytes(Output(true, true), 1000, 0, 0, 7), 7 * (1000 * 4 + 40));
+  EXPECT_EQ(ChunkPayloadBytes(Output(false, false, true), 1000, 0, 0, 7), 0);
   // Each quantile, VaR and ES level adds one float64 per column.
   OutputSelection risk = Output(true, false);
   risk.statistics.quantiles = {0.01, 0.5, 0.99};
   risk.statistics.var = {0.99};
   risk.statistics.es = {0.99, 0.975};
-  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 0, 7), 7 * (1000 * 4 + (1 + 3 + 1 + 2) * 8));
+  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 0, 0, 7), 7 * (1000 * 4 + (1 + 3 + 1 + 2) * 8));
   // Each contributed level adds A's rows in float32 per column, twice with
   // their errors.
   risk.statistics.es_contributions = {0.975};
   risk.statistics.var_contributions = {0.99};
-  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 50, 7),
+  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 50, 0, 7),
             7 * (1000 * 4 + (1 + 3 + 1 + 2) * 8 + 2 * 50 * 4));
   risk.statistics.errors = true;
-  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 50, 7),
+  EXPECT_EQ(ChunkPayloadBytes(risk, 1000, 50, 0, 7),
             7 * (1000 * 4 + (1 + 3 + 1 + 2 + 2 * 3 + 2 * 1 + 2) * 8 + 4 * 50 * 4));
 }
 

@@ -46,6 +46,10 @@ std::vector<BadRequestCase> AttributionCases() {
          for (int l = 0; l < 17; ++l) s.add_es_contributions(0.975);
        },
        "output.statistics.es_contributions size + var_contributions size is 17: at most 16"},
+      {"DeltaWithoutContributions", [&](auto& r) { stats(r).set_delta(true); },
+       "output.statistics.delta is true: the sensitivities are those of contributed levels"},
+      {"VegaWithoutContributions", [&](auto& r) { stats(r).set_vega(true); },
+       "output.statistics.vega is true: the sensitivities are those of contributed levels"},
       {"ContributionsWithTheMomentsShortcut",
        [](auto& r) {
          v1::StatisticsSelection& s = *r.mutable_output()->mutable_statistics();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace pricer {
 namespace {
@@ -100,18 +101,15 @@ __attribute__((target("avx512f,popcnt"))) int64_t CandidatesAvx512(const float* 
 
 }  // namespace
 
-ColumnAttribution::ColumnAttribution(const StatisticsSelection& selection, int64_t paths,
-                                     int64_t rows, const float* by_path, const double* today,
-                                     double discount, ReducerKernel kernel)
+ColumnAttribution::ColumnAttribution(const StatisticsSelection& selection,
+                                     const AttributionInputs& inputs, ReducerKernel kernel)
     : errors_(selection.errors),
-      paths_(paths),
-      rows_(rows),
-      by_path_(by_path),
-      today_(today),
-      discount_(discount),
-      bands_(ContributionBands(selection, paths)),
+      in_(inputs),
+      delta_(selection.delta),
+      vega_(selection.vega),
+      bands_(ContributionBands(selection, inputs.paths)),
       band_paths_(bands_.size()),
-      candidates_(static_cast<size_t>(paths + kCandidateSlack)) {
+      candidates_(static_cast<size_t>(inputs.paths + kCandidateSlack)) {
   const bool has_avx512 = __builtin_cpu_supports("avx512f");
   const bool has_avx2 = __builtin_cpu_supports("avx2");
   avx512_ = has_avx512 && (kernel == ReducerKernel::kBest || kernel == ReducerKernel::kAvx512);
@@ -131,19 +129,19 @@ void ColumnAttribution::Select(int64_t c, const float* values, const ColumnReduc
     const TailBand band = bands_[l];
     const float lo = band.bounded ? reducer.OrderStatistic(band.first) : 0.0f;
     const float hi = reducer.OrderStatistic(band.last);
-    const int64_t count = avx512_ ? CandidatesAvx512(values, paths_, hi, candidates_.data())
-                                  : Candidates(values, paths_, hi, candidates_.data());
+    const int64_t count = avx512_ ? CandidatesAvx512(values, in_.paths, hi, candidates_.data())
+                                  : Candidates(values, in_.paths, hi, candidates_.data());
     BandPaths(values, candidates_.data(), count, band, lo, hi,
               band_paths_[l].data() + c * band.size());
   }
 }
 
-void ColumnAttribution::SumSlice(int64_t r0, int64_t width) {
+void ColumnAttribution::SumSlice(const float* source, int64_t r0, int64_t width, bool squares) {
   const auto size = static_cast<size_t>(columns_ * kSlice);
   sums_.assign(size, 0.0);
-  squares_.assign(errors_ ? size : 0, 0.0);
-  const SlicePass pass{by_path_,
-                       rows_,
+  squares_.assign(squares ? size : 0, 0.0);
+  const SlicePass pass{source,
+                       in_.rows,
                        r0,
                        width,
                        union_.data(),
@@ -151,55 +149,115 @@ void ColumnAttribution::SumSlice(int64_t r0, int64_t width) {
                        path_offsets_.data(),
                        path_columns_.data(),
                        sums_.data(),
-                       errors_ ? squares_.data() : sums_.data()};
-  AddSliceOn(avx512_, avx2_, pass, errors_);
+                       squares ? squares_.data() : sums_.data()};
+  AddSliceOn(avx512_, avx2_, pass, squares);
+}
+
+void ColumnAttribution::IndexBands(size_t l) {
+  const int64_t n = bands_[l].size();
+  const std::vector<int32_t>& band_paths = band_paths_[l];
+  path_offsets_.assign(static_cast<size_t>(in_.paths + 1), 0);
+  for (const int32_t p : band_paths) ++path_offsets_[static_cast<size_t>(p) + 1];
+  union_.clear();
+  for (int64_t p = 0; p < in_.paths; ++p) {
+    if (path_offsets_[static_cast<size_t>(p) + 1] > 0) union_.push_back(static_cast<int32_t>(p));
+    path_offsets_[static_cast<size_t>(p) + 1] += path_offsets_[static_cast<size_t>(p)];
+  }
+  path_columns_.resize(band_paths.size());
+  std::vector<int32_t> next(path_offsets_.begin(), path_offsets_.end() - 1);
+  for (int64_t c = 0; c < columns_; ++c) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t p = band_paths[static_cast<size_t>(c * n + i)];
+      path_columns_[static_cast<size_t>(next[static_cast<size_t>(p)]++)] = static_cast<int32_t>(c);
+    }
+  }
+}
+
+void ColumnAttribution::SumLevel(size_t l, const float* positions, int64_t first,
+                                 ColumnStatistics* out) {
+  const double count = static_cast<double>(bands_[l].size());
+  const double root = std::sqrt(count);
+  const double discount = in_.discount;
+  const int64_t rows = in_.rows;
+  for (int64_t r0 = 0; r0 < rows; r0 += kSlice) {
+    const int64_t width = std::min(kSlice, rows - r0);
+    SumSlice(in_.x, r0, width, errors_);
+    for (int64_t c = 0; c < columns_; ++c) {
+      const float* a = positions + c * rows + r0;
+      const double* sums = sums_.data() + c * kSlice;
+      const size_t at = static_cast<size_t>((first + c) * rows + r0);
+      float* contribution = out->contributions[l].data() + at;
+      for (int64_t r = 0; r < width; ++r) {
+        contribution[r] =
+            static_cast<float>(-a[r] * (discount * sums[r] / count - in_.today[r0 + r]));
+      }
+      if (!errors_) continue;
+      // The standard error of a mean over the band's paths (taken as
+      // independent draws), scaled like it.
+      const double* squares = squares_.data() + c * kSlice;
+      float* se = out->contributions_se[l].data() + at;
+      for (int64_t r = 0; r < width; ++r) {
+        se[r] = static_cast<float>(std::abs(a[r]) * discount *
+                                   ShiftedStddev(sums[r], squares[r], count) / root);
+      }
+    }
+    // Each row's share of its issuer's delta and vega.
+    for (auto [asked, source, today, shares] :
+         {std::tuple{delta_, in_.delta, in_.delta_today, &delta_shares_},
+          std::tuple{vega_, in_.vega, in_.vega_today, &vega_shares_}}) {
+      if (!asked) continue;
+      SumSlice(source, r0, width, false);
+      for (int64_t c = 0; c < columns_; ++c) {
+        const float* a = positions + c * rows + r0;
+        const double* sums = sums_.data() + c * kSlice;
+        double* to = shares->data() + c * in_.issuers;
+        for (int64_t r = 0; r < width; ++r) {
+          to[in_.issuer[r0 + r]] += -a[r] * (discount * sums[r] / count - today[r0 + r]);
+        }
+      }
+    }
+  }
+}
+
+void ColumnAttribution::SensitivityErrors(size_t l, const float* source, const float* positions,
+                                          float* se) const {
+  const int64_t n = bands_[l].size(), rows = in_.rows, issuers = in_.issuers;
+  const double count = static_cast<double>(n), root = std::sqrt(count);
+  std::vector<double> y(static_cast<size_t>(issuers)), sums(y.size()), squares(y.size());
+  for (int64_t c = 0; c < columns_; ++c) {
+    std::fill(sums.begin(), sums.end(), 0.0);
+    std::fill(squares.begin(), squares.end(), 0.0);
+    const float* a = positions + c * rows;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t p = band_paths_[l][static_cast<size_t>(c * n + k)];
+      std::fill(y.begin(), y.end(), 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        y[static_cast<size_t>(in_.issuer[r])] += a[r] * static_cast<double>(source[p * rows + r]);
+      }
+      for (size_t i = 0; i < y.size(); ++i) sums[i] += y[i], squares[i] += y[i] * y[i];
+    }
+    for (size_t i = 0; i < y.size(); ++i) {
+      se[c * issuers + static_cast<int64_t>(i)] =
+          static_cast<float>(in_.discount * ShiftedStddev(sums[i], squares[i], count) / root);
+    }
+  }
 }
 
 void ColumnAttribution::Finish(const float* positions, int64_t first, ColumnStatistics* out) {
+  const int64_t issuers = in_.issuers;
   for (size_t l = 0; l < bands_.size(); ++l) {
-    const int64_t n = bands_[l].size();
-    const std::vector<int32_t>& band_paths = band_paths_[l];
-    // Each path's columns, in column order, and the paths of any band.
-    path_offsets_.assign(static_cast<size_t>(paths_ + 1), 0);
-    for (const int32_t p : band_paths) ++path_offsets_[static_cast<size_t>(p) + 1];
-    union_.clear();
-    for (int64_t p = 0; p < paths_; ++p) {
-      if (path_offsets_[static_cast<size_t>(p) + 1] > 0) union_.push_back(static_cast<int32_t>(p));
-      path_offsets_[static_cast<size_t>(p) + 1] += path_offsets_[static_cast<size_t>(p)];
-    }
-    path_columns_.resize(band_paths.size());
-    std::vector<int32_t> next(path_offsets_.begin(), path_offsets_.end() - 1);
-    for (int64_t c = 0; c < columns_; ++c) {
-      for (int64_t i = 0; i < n; ++i) {
-        const int32_t p = band_paths[static_cast<size_t>(c * n + i)];
-        path_columns_[static_cast<size_t>(next[static_cast<size_t>(p)]++)] =
-            static_cast<int32_t>(c);
-      }
-    }
-    const double count = static_cast<double>(n);
-    const double root = std::sqrt(count);
-    for (int64_t r0 = 0; r0 < rows_; r0 += kSlice) {
-      const int64_t width = std::min(kSlice, rows_ - r0);
-      SumSlice(r0, width);
-      for (int64_t c = 0; c < columns_; ++c) {
-        const float* a = positions + c * rows_ + r0;
-        const double* sums = sums_.data() + c * kSlice;
-        const size_t at = static_cast<size_t>((first + c) * rows_ + r0);
-        float* contribution = out->contributions[l].data() + at;
-        for (int64_t r = 0; r < width; ++r) {
-          contribution[r] =
-              static_cast<float>(-a[r] * (discount_ * sums[r] / count - today_[r0 + r]));
-        }
-        if (!errors_) continue;
-        // The standard error of a mean over the band's paths (taken as
-        // independent draws), scaled like it.
-        const double* squares = squares_.data() + c * kSlice;
-        float* se = out->contributions_se[l].data() + at;
-        for (int64_t r = 0; r < width; ++r) {
-          se[r] = static_cast<float>(std::abs(a[r]) * discount_ *
-                                     ShiftedStddev(sums[r], squares[r], count) / root);
-        }
-      }
+    IndexBands(l);
+    const auto size = static_cast<size_t>(columns_ * issuers);
+    delta_shares_.assign(delta_ ? size : 0, 0.0);
+    vega_shares_.assign(vega_ ? size : 0, 0.0);
+    SumLevel(l, positions, first, out);
+    for (auto [asked, shares, to, se, source] :
+         {std::tuple{delta_, &delta_shares_, &out->delta, &out->delta_se, in_.delta},
+          std::tuple{vega_, &vega_shares_, &out->vega, &out->vega_se, in_.vega}}) {
+      if (!asked) continue;
+      float* values = (*to)[l].data() + first * issuers;
+      for (size_t k = 0; k < size; ++k) values[k] = static_cast<float>((*shares)[k]);
+      if (errors_) SensitivityErrors(l, source, positions, (*se)[l].data() + first * issuers);
     }
   }
 }

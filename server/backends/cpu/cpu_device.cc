@@ -81,7 +81,9 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t width = shard.gemm_end - shard.gemm_begin;
     const int64_t kept = shard.out_end - shard.out_begin;
     const StatisticsSelection& selection = spec_.output.statistics;
-    if (selection.any()) out->statistics.Resize(selection, kept, issuers);
+    if (selection.any()) {
+      out->statistics.Resize(selection, kept, issuers, spec_.market.issuers());
+    }
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
     const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
 
@@ -173,10 +175,7 @@ class CpuDeviceJob : public DeviceJob {
     if (selection.any()) {
       reducer.emplace(selection, paths, discount);
       if (selection.errors) errors.emplace(selection, paths, discount, spec_.antithetic);
-      if (selection.contribution_levels() > 0) {
-        attribution.emplace(selection, paths, issuers, paths_.x_by_path(), paths_.today().data(),
-                            discount);
-      }
+      if (selection.contribution_levels() > 0) attribution.emplace(selection, paths_.inputs());
       v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
       if (attribution.has_value()) attribution->Begin(static_cast<int64_t>(v0.size()));
       PortfolioValues(a + (column_begin - block_begin) * issuers, issuers, paths_.today().data(),
@@ -246,8 +245,14 @@ CpuJobBuffers CpuDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) c
   if (!spec.instruments.empty()) {
     b.values = BufferOf<float>("instrument values V", spec.paths * rows);
   }
-  if (spec.output.statistics.contribution_levels() > 0) {
+  const StatisticsSelection& s = spec.output.statistics;
+  if (s.contribution_levels() > 0) {
     b.by_path = BufferOf<float>("paths' rows of X (contributions)", spec.paths * rows);
+    if (s.delta) b.delta_by_path = BufferOf<float>("paths' dX/dS0 (delta)", spec.paths * rows);
+    if (s.vega) b.vega_by_path = BufferOf<float>("paths' dX/dsigma (vega)", spec.paths * rows);
+    if (s.vega && !spec.historical()) {
+      b.dst_dsigma = BufferOf<float>("dST/dsigma (vega)", spec.paths * issuers);
+    }
   }
   if (spec.market.correlated()) {
     b.shock_blocks = BufferOf<float>("correlated shock blocks", threads_ * kPathBlock * issuers);
@@ -266,7 +271,9 @@ AllocationTable CpuDevice::Allocations(const JobSpec& spec, int64_t shard_column
   }
   if (spec.market.correlated()) table.resident.push_back(b.shock_blocks);
   if (!spec.instruments.empty()) table.resident.push_back(b.values);
-  if (spec.output.statistics.contribution_levels() > 0) table.resident.push_back(b.by_path);
+  for (const Buffer& extra : {b.by_path, b.delta_by_path, b.vega_by_path, b.dst_dsigma}) {
+    if (extra.elements > 0) table.resident.push_back(extra);
+  }
   return table;
 }
 

@@ -24,6 +24,9 @@ namespace pricer {
 struct CpuJobBuffers {
   Buffer st, values, shock_blocks;
   Buffer by_path;  // X row-major, for the contributions
+  // For the sensitivities: dST/dsigma (P x N), and dX/dS0 and dX/dsigma
+  // row-major (P x R).
+  Buffer dst_dsigma, delta_by_path, vega_by_path;
   Buffer a_block, sc_block;
 };
 

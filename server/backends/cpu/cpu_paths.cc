@@ -4,9 +4,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/status_macros.h"
 #include "server/backends/cpu/cpu_team.h"
+#include "server/model/attribution.h"
 #include "server/model/counter_rng.h"
 #include "server/model/gbm.h"
 #include "server/model/instruments.h"
@@ -37,6 +39,9 @@ void ForEachPathBlock(const JobSpec& spec, int team, int64_t rows, StopPoll& sto
 absl::Status CpuPaths::Build(const JobSpec& spec, CpuDevice& device, const CpuJobBuffers& buffers,
                              MemoryAccount& memory) {
   RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory, buffers.st, &st_));
+  if (buffers.dst_dsigma.elements > 0) {
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory, buffers.dst_dsigma, &dst_dsigma_));
+  }
   StopPoll stop(spec);
   absl::Status status;
   // One thread below kInlineShocks (the tiny jobs of bench/load_bench).
@@ -59,7 +64,55 @@ absl::Status CpuPaths::Build(const JobSpec& spec, CpuDevice& device, const CpuJo
   if (!spec.instruments.empty()) {
     RETURN_IF_ERROR(InstrumentValues(spec, device, buffers, memory));
   }
-  return ByPath(spec, buffers, memory);
+  RETURN_IF_ERROR(ByPath(spec, buffers, memory));
+  return Derivatives(spec, device, buffers, memory);
+}
+
+absl::Status CpuPaths::Derivatives(const JobSpec& spec, CpuDevice& device,
+                                   const CpuJobBuffers& buffers, MemoryAccount& memory) {
+  const StatisticsSelection& s = spec.output.statistics;
+  if (s.contribution_levels() == 0 || !(s.delta || s.vega)) return absl::OkStatus();
+  if (s.delta) {
+    RETURN_IF_ERROR(
+        AccountedArray<float>::Allocate(memory, buffers.delta_by_path, &delta_by_path_));
+  }
+  if (s.vega) {
+    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory, buffers.vega_by_path, &vega_by_path_));
+  }
+  const std::vector<InstrumentTerms> terms = RowTerms(spec, false);
+  const int64_t paths = spec.paths, rows = spec.position_rows();
+  derivatives_today_ = DerivativesToday(spec);
+  for (const InstrumentTerms& t : terms) row_issuers_.push_back(t.issuer);
+  inputs_.delta = delta_by_path_.data();
+  inputs_.vega = vega_by_path_.data();
+  inputs_.delta_today = derivatives_today_.delta.data();
+  inputs_.vega_today = derivatives_today_.vega.data();
+  inputs_.issuer = row_issuers_.data();
+  constexpr int64_t kTile = 64;  // paths a task, its rows written together
+  const int64_t tiles = (paths + kTile - 1) / kTile;
+  StopPoll stop(spec);
+  WithTeam(device, paths * rows < kInlineShocks ? 1 : tiles, [&](int team) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      if (stop.Stopped()) continue;
+      for (int64_t r = 0; r < rows; ++r) {
+        const InstrumentTerms& t = terms[static_cast<size_t>(r)];
+        const double spot = spec.market.spot[static_cast<size_t>(t.issuer)];
+        const float* st = st_.data() + t.issuer * paths;
+        const float* dst =
+            dst_dsigma_.data() == nullptr ? nullptr : dst_dsigma_.data() + t.issuer * paths;
+        for (int64_t p = tile * kTile; p < std::min(paths, (tile + 1) * kTile); ++p) {
+          if (s.delta)
+            delta_by_path_.data()[p * rows + r] = static_cast<float>(PathDelta(t, st[p], spot));
+          if (s.vega) {
+            vega_by_path_.data()[p * rows + r] =
+                static_cast<float>(PathVega(t, st[p], dst == nullptr ? 0.0 : dst[p]));
+          }
+        }
+      }
+    }
+  });
+  return stop.status();
 }
 
 absl::Status CpuPaths::ByPath(const JobSpec& spec, const CpuJobBuffers& buffers,
@@ -67,6 +120,9 @@ absl::Status CpuPaths::ByPath(const JobSpec& spec, const CpuJobBuffers& buffers,
   if (spec.output.statistics.contribution_levels() == 0) return absl::OkStatus();
   RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory, buffers.by_path, &by_path_));
   const int64_t paths = spec.paths, rows = spec.position_rows();
+  inputs_ = AttributionInputs{
+      paths,           rows,          spec.market.issuers(),
+      by_path_.data(), today_.data(), std::exp(-spec.market.rate * spec.market.maturity)};
   // In tiles of 64 x 64, so that both sides stay in cache.
   constexpr int64_t kTile = 64;
   for (int64_t p0 = 0; p0 < paths; p0 += kTile) {
@@ -133,12 +189,19 @@ void CpuPaths::ShocksToPrices(const JobSpec& spec, int team, StopPoll& stop) {
   const int64_t issuers = spec.market.issuers();
   const GbmConstants gbm = TerminalConstantsOf(spec);
   float* st = st_.data();
+  float* dst = dst_dsigma_.data();  // dST/dsigma, when the vega needs it
+  const double t = spec.market.maturity, root_t = std::sqrt(t);
 #pragma omp parallel for schedule(static) num_threads(team)
   for (int64_t i = 0; i < issuers; ++i) {
     if (stop.Stopped()) continue;
+    const double sigma_t = spec.market.volatility[static_cast<size_t>(i)] * t;
     for (int64_t p = 0; p < paths; ++p) {
-      st[i * paths + p] =
-          TerminalPrice(gbm.spot[i], gbm.drift[i], gbm.diffusion[i], st[i * paths + p]);
+      const float x = st[i * paths + p];
+      st[i * paths + p] = TerminalPrice(gbm.spot[i], gbm.drift[i], gbm.diffusion[i], x);
+      if (dst != nullptr) {
+        dst[i * paths + p] =
+            static_cast<float>(TerminalPriceVega(st[i * paths + p], root_t, sigma_t, x));
+      }
     }
   }
 }

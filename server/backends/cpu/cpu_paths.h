@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/backends/cpu/column_attribution.h"
 #include "server/backends/cpu/cpu_device.h"
+#include "server/model/attribution.h"
 #include "server/model/job_spec.h"
 #include "server/scheduler/memory_account.h"
 
@@ -32,6 +34,12 @@ class CpuPaths {
   const float* x() const { return x_; }
   // X row-major (P x R), of a job with contributions; else null.
   const float* x_by_path() const { return by_path_.data(); }
+  // dX/dS0 and dX/dsigma row-major (P x R), of a job with delta or vega;
+  // else null.
+  const float* delta_by_path() const { return delta_by_path_.data(); }
+  const float* vega_by_path() const { return vega_by_path_.data(); }
+  // What the contributions and sensitivities read (column_attribution.h).
+  const AttributionInputs& inputs() const { return inputs_; }
   // X0 (ValuesToday): V0's weights.
   const std::vector<double>& today() const { return today_; }
 
@@ -48,9 +56,17 @@ class CpuPaths {
   AccountedArray<float> st_;
   // X row-major for the contributions' gather (a transpose of X, built last).
   absl::Status ByPath(const JobSpec& spec, const CpuJobBuffers& buffers, MemoryAccount& memory);
+  // The sensitivities' per-path derivatives (attribution.h), row-major.
+  absl::Status Derivatives(const JobSpec& spec, CpuDevice& device, const CpuJobBuffers& buffers,
+                           MemoryAccount& memory);
 
   AccountedArray<float> values_;  // V, of a job with instruments
   AccountedArray<float> by_path_;
+  AccountedArray<float> dst_dsigma_;  // P x N, under GBM with vega
+  AccountedArray<float> delta_by_path_, vega_by_path_;
+  RowDerivatives derivatives_today_;
+  std::vector<int64_t> row_issuers_;
+  AttributionInputs inputs_;
   const float* x_ = nullptr;
   std::vector<double> today_;
 };

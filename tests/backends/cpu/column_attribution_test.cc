@@ -54,8 +54,8 @@ StatisticsSelection Selection(bool errors) {
 ColumnStatistics Attribute(const Block& b, bool errors, ReducerKernel kernel) {
   const StatisticsSelection selection = Selection(errors);
   ColumnReducer reducer(selection, kPaths, kDiscount, kernel);
-  ColumnAttribution attribution(selection, kPaths, kRows, b.by_path.data(), b.today.data(),
-                                kDiscount, kernel);
+  const AttributionInputs inputs{kPaths, kRows, 0, b.by_path.data(), b.today.data(), kDiscount};
+  ColumnAttribution attribution(selection, inputs, kernel);
   ColumnStatistics out;
   out.Resize(selection, kColumns, kRows);
   attribution.Begin(kColumns);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "server/backends/cpu/cpu_device.h"
@@ -32,6 +33,23 @@ void ForEachArray(Stats& a, Other& b, Body body) {
   }
 }
 
+// The float32 blocks of a ColumnStatistics (contributions, sensitivities and
+// their errors), paired with those of another; `rows`: b's rows per column.
+template <typename Stats, typename Other, typename Body>
+void ForEachBlock(Stats& a, Other& b, Body body) {
+  const int64_t c = b.contribution_rows, s = b.sensitivity_rows;
+  for (auto [to, from, rows] :
+       {std::tuple{&a.contributions, &b.contributions, c},
+        std::tuple{&a.contributions_se, &b.contributions_se, c}, std::tuple{&a.delta, &b.delta, s},
+        std::tuple{&a.delta_se, &b.delta_se, s}, std::tuple{&a.vega, &b.vega, s},
+        std::tuple{&a.vega_se, &b.vega_se, s}}) {
+    EXPECT_EQ(to->size(), from->size());
+    for (size_t l = 0; l < std::min(to->size(), from->size()); ++l) {
+      body((*to)[l], (*from)[l], rows);
+    }
+  }
+}
+
 // How many times each column and each issuer of a job arrived.
 struct Tally {
   std::vector<int> column_seen, issuer_seen, instrument_seen;
@@ -52,13 +70,14 @@ JobResult EmptyResult(const JobSpec& spec, Tally* tally) {
   tally->issuer_seen.assign(spec.output.terminal_prices ? static_cast<size_t>(issuers) : 0, 0);
   if (spec.output.full) result.sc.assign(static_cast<size_t>(columns * paths), NAN);
   if (selection.any()) {
-    result.statistics.Resize(selection, columns, spec.position_rows());
+    result.statistics.Resize(selection, columns, spec.position_rows(), issuers);
     ForEachArray(
         result.statistics, result.statistics,
         [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
-    for (auto* levels : {&result.statistics.contributions, &result.statistics.contributions_se}) {
-      for (std::vector<float>& level : *levels) std::fill(level.begin(), level.end(), NAN);
-    }
+    ForEachBlock(result.statistics, result.statistics,
+                 [](std::vector<float>& v, std::vector<float>&, int64_t) {
+                   std::fill(v.begin(), v.end(), NAN);
+                 });
   }
   if (spec.output.terminal_prices) result.st.assign(static_cast<size_t>(issuers * paths), NAN);
   const auto instruments = static_cast<int64_t>(spec.instruments.size());
@@ -115,21 +134,17 @@ bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResul
   EXPECT_EQ(chunk.statistics.quantiles.size(), selection.quantiles.size());
   EXPECT_EQ(chunk.statistics.var.size(), selection.var.size());
   EXPECT_EQ(chunk.statistics.es.size(), selection.es.size());
-  // Each contributed level: A's rows per column, and as many errors.
+  // Each contributed level: A's rows per column (the issuers for the
+  // sensitivities), and as many errors.
   const ColumnStatistics& got = chunk.statistics;
   ColumnStatistics& into = result->statistics;
-  const int64_t rows = spec.position_rows();
   auto contributions_fit = [&] {
-    if (got.contributions.size() != into.contributions.size() ||
-        got.contributions_se.size() != into.contributions_se.size()) {
-      return false;
-    }
-    for (const auto* levels : {&got.contributions, &got.contributions_se}) {
-      for (const std::vector<float>& level : *levels) {
-        if (static_cast<int64_t>(level.size()) != width * rows) return false;
-      }
-    }
-    return true;
+    bool fit = got.contribution_rows == into.contribution_rows &&
+               got.sensitivity_rows == into.sensitivity_rows;
+    ForEachBlock(into, got, [&](std::vector<float>&, const std::vector<float>& from, int64_t rows) {
+      fit = fit && static_cast<int64_t>(from.size()) == width * rows;
+    });
+    return fit;
   };
   EXPECT_TRUE(contributions_fit());
   if (chunk.begin < spec.column_begin || chunk.end > spec.column_end ||
@@ -145,14 +160,10 @@ bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResul
                [&](std::vector<double>& to, const std::vector<double>& from) {
                  std::copy(from.begin(), from.end(), to.begin() + offset);
                });
-  for (size_t l = 0; l < got.contributions.size(); ++l) {
-    std::copy(got.contributions[l].begin(), got.contributions[l].end(),
-              into.contributions[l].begin() + offset * rows);
-  }
-  for (size_t l = 0; l < got.contributions_se.size(); ++l) {
-    std::copy(got.contributions_se[l].begin(), got.contributions_se[l].end(),
-              into.contributions_se[l].begin() + offset * rows);
-  }
+  ForEachBlock(into, got,
+               [&](std::vector<float>& to, const std::vector<float>& from, int64_t rows) {
+                 std::copy(from.begin(), from.end(), to.begin() + offset * rows);
+               });
   return true;
 }
 

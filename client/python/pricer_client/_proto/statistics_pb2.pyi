@@ -33,10 +33,13 @@ class ColumnStatistics(_message.Message):
     def __init__(self, mean: _Optional[_Iterable[float]] = ..., stddev: _Optional[_Iterable[float]] = ..., min: _Optional[_Iterable[float]] = ..., max: _Optional[_Iterable[float]] = ..., v0: _Optional[_Iterable[float]] = ..., quantiles: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., var: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., es: _Optional[_Iterable[_Union[LevelValues, _Mapping]]] = ..., mean_standard_error: _Optional[_Iterable[float]] = ..., stddev_standard_error: _Optional[_Iterable[float]] = ..., target_met: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class Contributions(_message.Message):
-    __slots__ = ["band_paths", "level", "measure", "rows", "standard_errors", "values"]
+    __slots__ = ["band_paths", "delta", "delta_standard_errors", "issuers", "level", "measure", "rows", "standard_errors", "values", "vega", "vega_standard_errors"]
     class Measure(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     BAND_PATHS_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DELTA_STANDARD_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ISSUERS_FIELD_NUMBER: _ClassVar[int]
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     MEASURE_ES: Contributions.Measure
     MEASURE_FIELD_NUMBER: _ClassVar[int]
@@ -45,13 +48,20 @@ class Contributions(_message.Message):
     ROWS_FIELD_NUMBER: _ClassVar[int]
     STANDARD_ERRORS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    VEGA_FIELD_NUMBER: _ClassVar[int]
+    VEGA_STANDARD_ERRORS_FIELD_NUMBER: _ClassVar[int]
     band_paths: int
+    delta: bytes
+    delta_standard_errors: bytes
+    issuers: int
     level: float
     measure: Contributions.Measure
     rows: int
     standard_errors: bytes
     values: bytes
-    def __init__(self, measure: _Optional[_Union[Contributions.Measure, str]] = ..., level: _Optional[float] = ..., rows: _Optional[int] = ..., band_paths: _Optional[int] = ..., values: _Optional[bytes] = ..., standard_errors: _Optional[bytes] = ...) -> None: ...
+    vega: bytes
+    vega_standard_errors: bytes
+    def __init__(self, measure: _Optional[_Union[Contributions.Measure, str]] = ..., level: _Optional[float] = ..., rows: _Optional[int] = ..., band_paths: _Optional[int] = ..., values: _Optional[bytes] = ..., standard_errors: _Optional[bytes] = ..., issuers: _Optional[int] = ..., delta: _Optional[bytes] = ..., delta_standard_errors: _Optional[bytes] = ..., vega: _Optional[bytes] = ..., vega_standard_errors: _Optional[bytes] = ...) -> None: ...
 
 class LevelValues(_message.Message):
     __slots__ = ["level", "lower", "standard_error", "upper", "values"]
@@ -104,7 +114,8 @@ class RoundStarted(_message.Message):
     def __init__(self, round: _Optional[int] = ..., paths: _Optional[int] = ..., columns: _Optional[int] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ...) -> None: ...
 
 class StatisticsSelection(_message.Message):
-    __slots__ = ["error_confidence", "errors", "es", "es_contributions", "max", "mean", "min", "moments_from_covariance", "quantiles", "stddev", "var", "var_contributions"]
+    __slots__ = ["delta", "error_confidence", "errors", "es", "es_contributions", "max", "mean", "min", "moments_from_covariance", "quantiles", "stddev", "var", "var_contributions", "vega"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     ERROR_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     ES_CONTRIBUTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +128,8 @@ class StatisticsSelection(_message.Message):
     STDDEV_FIELD_NUMBER: _ClassVar[int]
     VAR_CONTRIBUTIONS_FIELD_NUMBER: _ClassVar[int]
     VAR_FIELD_NUMBER: _ClassVar[int]
+    VEGA_FIELD_NUMBER: _ClassVar[int]
+    delta: bool
     error_confidence: float
     errors: bool
     es: _containers.RepeatedScalarFieldContainer[float]
@@ -129,4 +142,5 @@ class StatisticsSelection(_message.Message):
     stddev: bool
     var: _containers.RepeatedScalarFieldContainer[float]
     var_contributions: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ..., errors: bool = ..., error_confidence: _Optional[float] = ..., moments_from_covariance: bool = ..., es_contributions: _Optional[_Iterable[float]] = ..., var_contributions: _Optional[_Iterable[float]] = ...) -> None: ...
+    vega: bool
+    def __init__(self, mean: bool = ..., stddev: bool = ..., min: bool = ..., max: bool = ..., quantiles: _Optional[_Iterable[float]] = ..., var: _Optional[_Iterable[float]] = ..., es: _Optional[_Iterable[float]] = ..., errors: bool = ..., error_confidence: _Optional[float] = ..., moments_from_covariance: bool = ..., es_contributions: _Optional[_Iterable[float]] = ..., var_contributions: _Optional[_Iterable[float]] = ..., delta: bool = ..., vega: bool = ...) -> None: ...
