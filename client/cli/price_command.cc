@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "client/cli/run_journal.h"
 #include "client/lib/error_target.h"
@@ -18,6 +20,7 @@
 #include "client/lib/output_checks.h"
 #include "client/lib/run_report.h"
 #include "client/lib/statistics_list.h"
+#include "common/status_macros.h"
 
 namespace pricer {
 namespace {
@@ -51,10 +54,10 @@ std::vector<OutputFile> OutputsOf(const ResultFiles& files, const v1::PriceReque
       {"--values-out", files.values_npy, npy(request.instruments_size())}};
   // The contributions: A's rows x the columns each.
   const int64_t rows = request.instruments_size() > 0 ? request.instruments_size() : issuers;
-  for (const auto* paths_of : {&files.contributions.values, &files.contributions.errors}) {
-    for (const std::string& path : *paths_of) {
-      outputs.push_back({"--contributions-out", path, width > 0 ? NpyFileBytes(rows, width) : 0});
-    }
+  for (const ContributionFile& file : files.contributions) {
+    const int64_t file_rows = file.per_issuer() ? issuers : rows;
+    outputs.push_back(
+        {"--contributions-out", file.path, width > 0 ? NpyFileBytes(file_rows, width) : 0});
   }
   return outputs;
 }
@@ -125,7 +128,8 @@ int Report(Outcome outcome, double wall_seconds, bool json, const ResultFiles& f
 
 // --stats, the errors of each statistic and a target for one of them.
 void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list,
-                        std::optional<std::string>& error_target, std::string& contributions) {
+                        std::optional<std::string>& error_target, std::string& contributions,
+                        std::string& sensitivities) {
   app.add_option("--stats", list,
                  "statistics per column: mean, stddev, min, max, quantile:L, var:L, es:L "
                  "(comma-separated; default mean,stddev,min,max)");
@@ -147,10 +151,41 @@ void AddStatisticsFlags(CLI::App& app, PriceOptions& options, std::string& list,
                  "es:L and var:L (comma-separated): each row's Euler contribution to the "
                  "column's ES (or VaR's window mean loss) at level L, written by "
                  "--contributions-out; the level is added to --stats' if it lacks it");
+  app.add_option("--sensitivities", sensitivities,
+                 "delta, vega (comma-separated): each issuer's pathwise sensitivity of each "
+                 "--contributions level to its spot or volatility, written to "
+                 "PREFIX.es_L.delta.npy and PREFIX.es_L.vega.npy (float32 N x M)");
   app.add_flag("--moments-from-covariance", options.moments_from_covariance,
                "mean and stddev from ST's issuer means and covariance instead of SC: 2 N^2 "
                "flops a column instead of 2 P N (pays when N < P); --stats mean and/or "
                "stddev only (the default then), no --errors or --full-out");
+}
+
+// --contributions, --sensitivities and --contributions-out into the
+// request's options and the files.
+absl::Status SetContributions(const std::string& list, const std::string& prefix,
+                              const std::string& sensitivities, PriceOptions& options,
+                              ResultFiles& files) {
+  if (list.empty() != prefix.empty()) {
+    return absl::InvalidArgumentError("--contributions and --contributions-out go together");
+  }
+  if (list.empty()) {
+    if (sensitivities.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "--sensitivities are those of --contributions' levels: give --contributions");
+  }
+  ASSIGN_OR_RETURN(options.contributions, ParseContributionsList(list));
+  for (absl::string_view item : absl::StrSplit(sensitivities, ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item != "delta" && item != "vega") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--sensitivities: '", item, "' is not delta or vega"));
+    }
+    (item == "delta" ? options.delta : options.vega) = true;
+  }
+  files.contributions = ContributionFilesOf(prefix, options.contributions, options.errors,
+                                            options.delta, options.vega);
+  return absl::OkStatus();
 }
 
 // The book and the historical scenarios.
@@ -191,7 +226,8 @@ PriceCommand::PriceCommand(CLI::App& app)
   price->add_option("--column-begin", options_.column_begin, "first scenario column to price");
   price->add_option("--column-end", options_.column_end, "one past the last column to price");
   price->add_option("--chunk-columns", options_.chunk_columns, "columns per result chunk (hint)");
-  AddStatisticsFlags(*price, options_, stats_list_, error_target_, contributions_list_);
+  AddStatisticsFlags(*price, options_, stats_list_, error_target_, contributions_list_,
+                     sensitivities_list_);
   price->add_option("--correlation-file", options_.correlation_file,
                     "CSV of the N x N correlation of the issuers' shocks; with labels (a header "
                     "row, a first column), in the order of the market file's issuers");
@@ -243,15 +279,10 @@ int PriceCommand::Run(PricerClient& client) {
     options_.error_target = *std::move(target);
     options_.errors = true;
   }
-  if (contributions_list_.empty() != contributions_prefix_.empty()) {
-    return Refuse("--contributions and --contributions-out go together");
-  }
-  if (!contributions_list_.empty()) {
-    absl::StatusOr<std::vector<StatisticItem>> levels = ParseContributionsList(contributions_list_);
-    if (!levels.ok()) return Refuse(levels.status().message());
-    options_.contributions = *std::move(levels);
-    files_.contributions =
-        ContributionPathsOf(contributions_prefix_, options_.contributions, options_.errors);
+  if (absl::Status s = SetContributions(contributions_list_, contributions_prefix_,
+                                        sensitivities_list_, options_, files_);
+      !s.ok()) {
+    return Refuse(s.message());
   }
   // Statistics unless only files of raw values were asked for (--errors
   // and contributions ask for statistics).

@@ -25,6 +25,7 @@ class PriceCommand final : public Command {
   std::optional<std::string> error_target_;  // --error-target
   std::string contributions_list_;           // --contributions
   std::string contributions_prefix_;         // --contributions-out
+  std::string sensitivities_list_;           // --sensitivities
   int split_ = 1;
   bool resume_ = false;
   std::optional<double> timeout_;  // --timeout, seconds

@@ -1,63 +1,94 @@
 #include "client/lib/contribution_files.h"
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace pricer {
+namespace {
 
-ContributionPaths ContributionPathsOf(const std::string& prefix,
-                                      const std::vector<StatisticItem>& levels, bool errors) {
-  ContributionPaths paths;
-  if (prefix.empty()) return paths;
-  for (const StatisticItem& level : levels) {
-    paths.values.push_back(absl::StrCat(prefix, ".", level.name, ".npy"));
-    if (errors) paths.errors.push_back(absl::StrCat(prefix, ".", level.name, ".se.npy"));
+using Part = ContributionFile::Part;
+
+// The bytes of `part` in a chunk's Contributions.
+const std::string& BytesOf(const v1::Contributions& c, Part part) {
+  switch (part) {
+    case Part::kValues:
+      return c.values();
+    case Part::kErrors:
+      return c.standard_errors();
+    case Part::kDelta:
+      return c.delta();
+    case Part::kDeltaErrors:
+      return c.delta_standard_errors();
+    case Part::kVega:
+      return c.vega();
+    case Part::kVegaErrors:
+      return c.vega_standard_errors();
   }
-  return paths;
+  return c.values();
 }
 
-absl::Status ContributionFiles::Open(bool reopen, int64_t rows, int64_t columns) {
-  rows_ = rows;
-  const auto open = reopen ? NpyColumnWriter::OpenExisting : NpyColumnWriter::Create;
-  for (auto [paths, writers] :
-       {std::pair{&paths_.values, &values_}, std::pair{&paths_.errors, &errors_}}) {
-    for (const std::string& path : *paths) {
-      ASSIGN_OR_RETURN(NpyColumnWriter writer, open(path, rows, columns));
-      writers->push_back(std::move(writer));
+}  // namespace
+
+std::vector<ContributionFile> ContributionFilesOf(const std::string& prefix,
+                                                  const std::vector<StatisticItem>& levels,
+                                                  bool errors, bool delta, bool vega) {
+  std::vector<ContributionFile> files;
+  if (prefix.empty()) return files;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    for (auto [asked, name, part, error_part] :
+         {std::tuple{true, "", Part::kValues, Part::kErrors},
+          std::tuple{delta, ".delta", Part::kDelta, Part::kDeltaErrors},
+          std::tuple{vega, ".vega", Part::kVega, Part::kVegaErrors}}) {
+      if (!asked) continue;
+      const std::string stem = absl::StrCat(prefix, ".", levels[l].name, name);
+      files.push_back({stem + ".npy", static_cast<int>(l), part});
+      if (errors) files.push_back({stem + ".se.npy", static_cast<int>(l), error_part});
     }
+  }
+  return files;
+}
+
+absl::Status ContributionFiles::Open(bool reopen, int64_t rows, int64_t issuers, int64_t columns) {
+  rows_ = rows;
+  issuers_ = issuers;
+  const auto open = reopen ? NpyColumnWriter::OpenExisting : NpyColumnWriter::Create;
+  for (const ContributionFile& file : files_) {
+    ASSIGN_OR_RETURN(NpyColumnWriter writer,
+                     open(file.path, file.per_issuer() ? issuers : rows, columns));
+    writers_.push_back(std::move(writer));
+    levels_ = std::max(levels_, file.level + 1);
   }
   return absl::OkStatus();
 }
 
 absl::Status ContributionFiles::Write(const v1::ResultChunk& chunk, int64_t begin, int64_t count) {
-  if (values_.empty()) return absl::OkStatus();
-  if (chunk.contributions_size() != static_cast<int>(values_.size())) {
+  if (files_.empty()) return absl::OkStatus();
+  if (chunk.contributions_size() != levels_) {
     return absl::InternalError(absl::StrCat(chunk.contributions_size(), " contributed levels for ",
-                                            values_.size(), " asked for"));
+                                            levels_, " asked for"));
   }
-  const auto bytes = static_cast<size_t>(rows_ * count) * sizeof(float);
-  for (size_t l = 0; l < values_.size(); ++l) {
-    const v1::Contributions& c = chunk.contributions(static_cast<int>(l));
-    const bool errors = !errors_.empty();
-    if (c.rows() != rows_ || c.values().size() != bytes ||
-        c.standard_errors().size() != (errors ? bytes : 0)) {
-      return absl::InternalError(absl::StrCat("contributions of ", c.rows(), " rows in ",
-                                              c.values().size(), " bytes for ", count,
-                                              " columns of ", rows_, " rows"));
+  for (size_t f = 0; f < files_.size(); ++f) {
+    const ContributionFile& file = files_[f];
+    const v1::Contributions& c = chunk.contributions(file.level);
+    const int64_t rows = file.per_issuer() ? issuers_ : rows_;
+    const std::string& bytes = BytesOf(c, file.part);
+    if ((file.per_issuer() ? c.issuers() : c.rows()) != rows ||
+        static_cast<int64_t>(bytes.size()) != rows * count * 4) {
+      return absl::InternalError(absl::StrCat("contributions of ", bytes.size(), " bytes for ",
+                                              count, " columns of ", rows, " rows (", file.path,
+                                              ")"));
     }
-    RETURN_IF_ERROR(values_[l].WriteColumns(begin, count, BytePieces{c.values()}));
-    if (errors)
-      RETURN_IF_ERROR(errors_[l].WriteColumns(begin, count, BytePieces{c.standard_errors()}));
+    RETURN_IF_ERROR(writers_[f].WriteColumns(begin, count, BytePieces{bytes}));
   }
   return absl::OkStatus();
 }
 
 absl::Status ContributionFiles::Close() {
-  for (auto* writers : {&values_, &errors_}) {
-    for (NpyColumnWriter& writer : *writers) RETURN_IF_ERROR(writer.Close());
-  }
+  for (NpyColumnWriter& writer : writers_) RETURN_IF_ERROR(writer.Close());
   return absl::OkStatus();
 }
 

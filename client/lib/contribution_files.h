@@ -1,11 +1,11 @@
 // The .npy files of `pricer price --contributions-out`: each contributed
 // level's contributions, A's rows x the request's columns (float32, Fortran
-// order, rows in the market's or the book's order), and with --errors their
-// standard errors, written at their columns' offsets as chunks arrive.
+// order, rows in the market's or the book's order), with --sensitivities its
+// delta and vega (issuers x columns), and with --errors the standard error
+// of each, written at their columns' offsets as chunks arrive.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,22 +16,29 @@
 
 namespace pricer {
 
-// The file names: PREFIX.NAME.npy and PREFIX.NAME.se.npy for each level's
-// name (StatisticItem::name: es_0.975), in the order of `levels`.
-struct ContributionPaths {
-  std::vector<std::string> values;
-  std::vector<std::string> errors;  // empty without errors
+// One file: a part of a contributed level's results.
+struct ContributionFile {
+  enum class Part { kValues, kErrors, kDelta, kDeltaErrors, kVega, kVegaErrors };
+  std::string path;
+  int level = 0;  // among the chunk's Contributions
+  Part part = Part::kValues;
+  bool per_issuer() const { return part != Part::kValues && part != Part::kErrors; }
 };
-ContributionPaths ContributionPathsOf(const std::string& prefix,
-                                      const std::vector<StatisticItem>& levels, bool errors);
+
+// PREFIX.NAME.npy (and .se.npy with errors), PREFIX.NAME.delta.npy,
+// PREFIX.NAME.vega.npy (and their .se.npy) for each level's name
+// (StatisticItem::name: es_0.975), in the order of `levels`.
+std::vector<ContributionFile> ContributionFilesOf(const std::string& prefix,
+                                                  const std::vector<StatisticItem>& levels,
+                                                  bool errors, bool delta, bool vega);
 
 class ContributionFiles {
  public:
-  explicit ContributionFiles(ContributionPaths paths) : paths_(std::move(paths)) {}
+  explicit ContributionFiles(std::vector<ContributionFile> files) : files_(std::move(files)) {}
 
-  // Creates the files (or, with `reopen`, opens an interrupted run's), each
-  // `rows` x `columns`.
-  absl::Status Open(bool reopen, int64_t rows, int64_t columns);
+  // Creates the files (or, with `reopen`, opens an interrupted run's): A's
+  // `rows` or the `issuers` x `columns`.
+  absl::Status Open(bool reopen, int64_t rows, int64_t issuers, int64_t columns);
   // Writes a chunk's contributions at column offset `begin` (`count`
   // columns). INTERNAL when the chunk's contributions do not fit the files
   // (their number, rows or sizes), else a file's failure.
@@ -39,9 +46,10 @@ class ContributionFiles {
   absl::Status Close();
 
  private:
-  const ContributionPaths paths_;
-  int64_t rows_ = 0;
-  std::vector<NpyColumnWriter> values_, errors_;
+  const std::vector<ContributionFile> files_;
+  int64_t rows_ = 0, issuers_ = 0;
+  int levels_ = 0;
+  std::vector<NpyColumnWriter> writers_;  // one per file
 };
 
 }  // namespace pricer

@@ -30,8 +30,7 @@ grpc::Status Contradiction(const std::string& what) {
 
 std::vector<std::string> ResultFiles::All() const {
   std::vector<std::string> all = {full_npy, stats_csv, prices_npy, values_npy};
-  all.insert(all.end(), contributions.values.begin(), contributions.values.end());
-  all.insert(all.end(), contributions.errors.begin(), contributions.errors.end());
+  for (const ContributionFile& file : contributions) all.push_back(file.path);
   return all;
 }
 
@@ -152,7 +151,9 @@ grpc::Status PriceResults::OnAccepted(const v1::JobAccepted& accepted) {
     writer->emplace(*std::move(opened));
   }
   const int64_t rows = accepted.instruments() > 0 ? accepted.instruments() : accepted.issuers();
-  if (absl::Status s = contributions_.Open(reopen_, rows, n); !s.ok()) return FileFailed(s);
+  if (absl::Status s = contributions_.Open(reopen_, rows, accepted.issuers(), n); !s.ok()) {
+    return FileFailed(s);
+  }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   v0_.assign(static_cast<size_t>(n), nan);
   values_.assign(items_.size(), std::vector<double>(static_cast<size_t>(n), nan));

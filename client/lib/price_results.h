@@ -27,11 +27,11 @@
 namespace pricer {
 
 struct ResultFiles {
-  std::string stats_csv;            // --stats-out; empty: none
-  std::string full_npy;             // --full-out
-  std::string prices_npy;           // --prices-out
-  std::string values_npy;           // --values-out: a book's V
-  ContributionPaths contributions;  // --contributions-out
+  std::string stats_csv;                        // --stats-out; empty: none
+  std::string full_npy;                         // --full-out
+  std::string prices_npy;                       // --prices-out
+  std::string values_npy;                       // --values-out: a book's V
+  std::vector<ContributionFile> contributions;  // --contributions-out
 
   // Every path above, empty ones included, in this order (the journal's).
   std::vector<std::string> All() const;

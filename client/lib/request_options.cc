@@ -66,6 +66,8 @@ absl::StatusOr<PriceOptions> OverPreset(const PriceOptions& flags) {
   o.instrument_values = flags.instrument_values;
   o.statistics = flags.statistics;
   o.contributions = flags.contributions;
+  o.delta = flags.delta;
+  o.vega = flags.vega;
   o.errors = flags.errors;
   o.error_confidence = flags.error_confidence;
   o.moments_from_covariance = flags.moments_from_covariance;
@@ -263,6 +265,8 @@ absl::Status SetStatistics(const PriceOptions& o, v1::OutputOptions& output) {
     (es ? selection->mutable_es_contributions() : selection->mutable_var_contributions())
         ->Add(c.level);
   }
+  selection->set_delta(o.delta);
+  selection->set_vega(o.vega);
   selection->set_moments_from_covariance(o.moments_from_covariance);
   if (errors) {
     selection->set_errors(true);

@@ -55,6 +55,9 @@ struct PriceOptions {
   // (ParseContributionsList: ES's first); each is added to the statistics'
   // es (var) levels when they lack it.
   std::vector<StatisticItem> contributions;
+  // StatisticsSelection.delta and vega: the contributed levels' sensitivities.
+  bool delta = false;
+  bool vega = false;
   // StatisticsSelection.errors: each statistic's Monte Carlo error too, its
   // intervals at error_confidence (in (0, 1), default 0.95).
   bool errors = false;

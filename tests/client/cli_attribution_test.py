@@ -98,9 +98,23 @@ class CliAttributionTest(CliTestCase):
         scenarios, a = self.scenarios("a.npy", len(SPOT), 300)
         self.price("gbm", "--paths", "2000", "--seed", "7", "--scenarios-file", scenarios,
                    "--full-out", self.path("gbm_full.npy"),
-                   "--prices-out", self.path("gbm_prices.npy"))
+                   "--prices-out", self.path("gbm_prices.npy"), "--sensitivities", "delta,vega")
         st = np.load(self.path("gbm_prices.npy")).astype(np.float64)
-        self.check("gbm", st, a, np.array(SPOT))
+        spot, vol = np.array(SPOT), np.array(VOL)
+        self.check("gbm", st, a, spot)
+        # A book of stocks: delta S0 is the contribution; vega the tail's mean
+        # of dST/dsigma = ST (sqrt(T) x - sigma T), x recovered from ST.
+        sc = np.load(self.path("gbm_full.npy")).astype(np.float64)
+        dst = st * (np.log(st / spot) - (RATE + vol ** 2 / 2) * MATURITY) / vol
+        for name, level, is_es in (("es_0.975", 0.975, True), ("var_0.99", 0.99, False)):
+            c = np.load(self.path(f"gbm.{name}.npy")).astype(np.float64)
+            delta = np.load(self.path(f"gbm.{name}.delta.npy")).astype(np.float64)
+            scale = np.abs(c) + np.abs(a) * spot[:, None]
+            np.testing.assert_array_less(np.abs(delta * spot[:, None] - c), 1e-6 * scale)
+            vega = np.load(self.path(f"gbm.{name}.vega.npy")).astype(np.float64)
+            self.assertEqual(np.load(self.path(f"gbm.{name}.vega.se.npy")).shape, a.shape)
+            want, _, _ = recompute(sc, dst, a, np.zeros(len(SPOT)), *band(level, 2000, is_es))
+            np.testing.assert_allclose(vega, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
     def test_a_book_on_historical_returns_attributes_its_instruments(self):
         r = np.random.default_rng(5).normal(0, 0.25, size=(1500, len(SPOT)))
@@ -145,7 +159,10 @@ class CliAttributionTest(CliTestCase):
                 (["--contributions", "es:0.975,es:.975", "--contributions-out", self.path("u")],
                  "are the same item"),
                 (["--contributions", "es:0.975", "--contributions-out", self.path("u"),
-                  "--moments-from-covariance"], "moments_from_covariance is true")):
+                  "--moments-from-covariance"], "moments_from_covariance is true"),
+                (["--sensitivities", "delta"], "give --contributions"),
+                (["--contributions", "es:0.975", "--contributions-out", self.path("u"),
+                  "--sensitivities", "gamma"], "--sensitivities: 'gamma' is not delta or vega")):
             proc = self.pricer("--issuers", "3", "--paths", "100", "--scenarios", "5", *args,
                                check=False)
             self.assertNotEqual(proc.returncode, 0)

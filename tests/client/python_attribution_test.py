@@ -40,7 +40,8 @@ class AttributionTest(CliTestCase):
     def test_contributions_are_the_tails_mean_of_x_in_both_clients(self):
         results = [self.price(make, statistics=["mean", "var:0.99"],
                               contributions=["var:0.99", "es:0.975"], errors=True, full=True,
-                              terminal_prices=True) for make in (Client, BlockingAioClient)]
+                              terminal_prices=True, sensitivities=["delta", "vega"])
+                   for make in (Client, BlockingAioClient)]
         assert_same_result(self, results[1], results[0])
         r = results[0]
         self.assertEqual(set(r.contributions),
@@ -61,6 +62,11 @@ class AttributionTest(CliTestCase):
                                1e-5 * scale.sum(axis=0)))
         se = np.abs(a) * DISCOUNT * st[tail].std(axis=0, ddof=1).T / np.sqrt(k)
         np.testing.assert_allclose(r.contributions["es_0.975_se"], se, rtol=1e-5)
+        # A book of stocks: delta S0 is the contribution.
+        self.assertEqual(set(r.sensitivities["es_0.975"]),
+                         {"delta", "delta_se", "vega", "vega_se"})
+        delta = r.sensitivities["es_0.975"]["delta"].astype(np.float64)
+        self.assertTrue(np.all(np.abs(delta * SPOT[:, None] - c) <= 1e-6 * scale))
 
     def test_a_split_call_and_the_long_form(self):
         whole = self.price(Client, statistics=["es:0.975"], contributions=["es:0.975"])
@@ -84,6 +90,11 @@ class AttributionTest(CliTestCase):
                 with self.assertRaises((ValueError, TypeError)) as raised:
                     client.price(**MARKET, paths=100, scenarios=A, contributions=contributions)
                 self.assertIn(message, str(raised.exception))
+            with self.assertRaisesRegex(ValueError, "sensitivities item 'gamma' is not delta"):
+                client.price(**MARKET, paths=100, scenarios=A, contributions=["es:0.975"],
+                             sensitivities=["gamma"])
+            with self.assertRaisesRegex(ValueError, "give contributions"):
+                client.price(**MARKET, paths=100, scenarios=A, sensitivities=["delta"])
             with self.assertRaisesRegex(ValueError, "contributions needs statistics"):
                 client.price(**MARKET, paths=100, scenarios=A, statistics=None, full=True,
                              contributions=["es:0.975"])

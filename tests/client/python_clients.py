@@ -18,6 +18,12 @@ def assert_same_result(test, got, want):
     test.assertEqual(set(got.contributions), set(want.contributions))
     for name, values in want.contributions.items():
         test.assertEqual(got.contributions[name].tobytes("F"), values.tobytes("F"), name)
+    test.assertEqual(set(got.sensitivities), set(want.sensitivities))
+    for name, parts in want.sensitivities.items():
+        test.assertEqual(set(got.sensitivities[name]), set(parts), name)
+        for part, values in parts.items():
+            test.assertEqual(got.sensitivities[name][part].tobytes("F"), values.tobytes("F"),
+                             f"{name} {part}")
     for field in ("full", "terminal_prices", "column_paths", "target_met"):
         a, b = getattr(got, field), getattr(want, field)
         test.assertEqual(a is None, b is None, field)

@@ -54,8 +54,10 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
     parts = 1 if span is None else max(1, min(int(split), span[1] - span[0]))
     deadline = None if timeout is None else time.monotonic() + timeout
     max_paths = request.target.max_paths if request.HasField("target") else None
+    selection = request.output.statistics
+    sensitivities = [name for name in ("delta", "vega") if getattr(selection, name)]
     results = Results(named, full, span, progress, max_paths,
-                      contributed=(contributed, request.output.statistics.errors))
+                      contributed=(contributed, selection.errors, sensitivities))
     return PreparedPrice(request, span, parts, results, deadline)
 
 

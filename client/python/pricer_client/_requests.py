@@ -142,10 +142,26 @@ def _set_target(request, named, target, max_paths):
     request.target.CopyFrom(precision_target(target, int(max_paths)))
 
 
+def _set_sensitivities(selection, sensitivities, contributions):
+    """selection.delta and vega from price()'s `sensitivities`."""
+    if sensitivities is None:
+        return
+    if isinstance(sensitivities, str):
+        raise TypeError(f"sensitivities must be a list of items, not the string "
+                        f"{sensitivities!r}")
+    if contributions is None:
+        raise ValueError("sensitivities are those of the contributed levels: give contributions")
+    for item in sensitivities:
+        if item not in ("delta", "vega"):
+            raise ValueError(f"sensitivities item {item!r} is not delta or vega")
+        setattr(selection, item, True)
+
+
 def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, correlation,
                   antithetic, scenarios, scenario_set, column_begin, column_end, instruments,
                   returns, statistics, errors, error_confidence, moments_from_covariance, full,
-                  terminal_prices, priority, precision, target, max_paths, contributions=None):
+                  terminal_prices, priority, precision, target, max_paths, contributions=None,
+                  sensitivities=None):
     """(the PriceRequest of Client.price()'s arguments, (name, kind, level,
     part) of each statistics column: with errors or a target, each item's
     errors after it, the names of the contributed levels in the server's
@@ -179,6 +195,7 @@ def price_request(*, paths, seed, rate, maturity, spot, volatility, issuers, cor
         if contributions is not None:
             contributed, added = contribution_levels(selection, contributions)
             named += added
+        _set_sensitivities(selection, sensitivities, contributions)
         selection.moments_from_covariance = bool(moments_from_covariance)
         if errors or target is not None:  # a target's error is one of them
             selection.errors, selection.error_confidence = True, error_confidence

@@ -26,6 +26,8 @@ class PriceResult:
     contributions: name ("es_0.975", "var_0.99", with errors "es_0.975_se")
         -> the Euler contributions of A's rows to each priced column (rows x
         columns, float32, rows in the market's or the book's order)
+    sensitivities: name -> {"delta", "vega" (with errors "delta_se", "vega_se")
+        -> issuers x columns float32}, of each contributed level
     """
 
     column_begin: int
@@ -41,6 +43,7 @@ class PriceResult:
     target_met: Optional[np.ndarray] = None
     instruments: int = 0
     contributions: Dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    sensitivities: Dict[str, Dict[str, np.ndarray]] = dataclasses.field(default_factory=dict)
 
     def _columns(self):
         """(name, values, how a value is written) of each column after
@@ -68,17 +71,21 @@ class PriceResult:
                                 index=index)
 
     def contributions_to_pandas(self):
-        """The contributions in long form, a row per (column, row, item):
-        columns `column` (the scenario column's number), `row` (the issuer's or
-        instrument's index), `item` ("es_0.975", "es_0.975_se", ...) and
-        `value`. Needs pandas."""
+        """The contributions and sensitivities in long form, a row per
+        (column, row, item): columns `column` (the scenario column's number),
+        `row` (the instrument's or issuer's index; the issuer's for a
+        sensitivity), `item` ("es_0.975", "es_0.975_se", "es_0.975_delta",
+        ...) and `value`. Needs pandas."""
         try:
             import pandas
         except ImportError:
             raise ImportError("PriceResult.contributions_to_pandas() needs pandas: pip install "
                               "'pricer-client[pandas]' (or pandas)") from None
         frames = []
-        for item, values in self.contributions.items():
+        items = dict(self.contributions)
+        for name, parts in self.sensitivities.items():
+            items.update({f"{name}_{part}": values for part, values in parts.items()})
+        for item, values in items.items():
             rows, columns = values.shape
             frames.append(pandas.DataFrame({
                 "column": np.tile(np.arange(self.column_begin, self.column_begin + columns),
@@ -142,11 +149,11 @@ class Results:
 
     def __init__(self, named, full, span,
                  progress: Optional[Callable[[int, int], None]] = None,
-                 max_paths: Optional[int] = None, contributed=((), False)):
+                 max_paths: Optional[int] = None, contributed=((), False, ())):
         self._named, self._full, self._span = named, full, span
-        # The contributed levels' names in the server's order, and whether
-        # their errors come too.
-        self._contributed, self._contribution_errors = contributed
+        # The contributed levels' names in the server's order, whether
+        # their errors come too, and their sensitivities ("delta", "vega").
+        self._contributed, self._contribution_errors, self._sensitivities = contributed
         self._progress, self._max_paths = progress, max_paths
         self._lock = threading.Lock()
         self._result = None
@@ -174,6 +181,11 @@ class Results:
                 for item in [name] + ([name + "_se"] if self._contribution_errors else []):
                     self._result.contributions[item] = np.full((rows, end - begin), np.nan,
                                                                dtype=np.float32, order="F")
+                self._result.sensitivities[name] = {
+                    part: np.full((accepted.issuers, end - begin), np.nan, dtype=np.float32,
+                                  order="F")
+                    for what in self._sensitivities
+                    for part in [what] + ([what + "_se"] if self._contribution_errors else [])}
             if self._max_paths is not None:
                 self._result.column_paths = np.zeros(end - begin, dtype=np.int64)
                 self._result.target_met = np.zeros(end - begin, dtype=bool)
@@ -220,14 +232,19 @@ class Results:
             raise contradiction(f"{len(chunk.contributions)} contributed levels for "
                                 f"{len(self._contributed)} asked for")
         for name, c in zip(self._contributed, chunk.contributions):
-            rows = r.contributions[name].shape[0]
-            for item, values in ((name, c.values), (name + "_se", c.standard_errors)):
-                if item not in r.contributions:
+            blocks = [(r.contributions, name, c.rows, c.values),
+                      (r.contributions, name + "_se", c.rows, c.standard_errors)]
+            blocks += [(r.sensitivities[name], what, c.issuers, getattr(c, field))
+                       for what, field in (("delta", "delta"), ("delta_se", "delta_standard_errors"),
+                                           ("vega", "vega"), ("vega_se", "vega_standard_errors"))]
+            for to, item, sent_rows, values in blocks:
+                if item not in to:
                     continue
-                if c.rows != rows or len(values) != 4 * rows * count:
-                    raise contradiction(f"{item} of {c.rows} rows in {len(values)} bytes for "
-                                        f"{count} columns of {rows} rows")
-                r.contributions[item][:, window] = np.frombuffer(values, dtype="<f4").reshape(
+                rows = to[item].shape[0]
+                if sent_rows != rows or len(values) != 4 * rows * count:
+                    raise contradiction(f"{name} {item} of {sent_rows} rows in {len(values)} "
+                                        f"bytes for {count} columns of {rows} rows")
+                to[item][:, window] = np.frombuffer(values, dtype="<f4").reshape(
                     (count, rows))[part].T
 
     def _check_rows(self, r, chunk):

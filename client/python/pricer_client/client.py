@@ -56,6 +56,10 @@ the column's ES at L (they add up to it) or to VaR's window mean loss, in
 the result's contributions["es_L"] (rows x columns, float32) and with
 errors contributions["es_L_se"]; contributions_to_pandas() gives them in
 long form. The level is added to `statistics` when they lack it.
+`sensitivities`: "delta" and/or "vega", each issuer's pathwise
+sensitivity of each contributed level to its spot or volatility, in
+sensitivities["es_L"]["delta"] (issuers x columns, float32; with errors
+"delta_se").
 `target`: each column priced to a precision, a Target or the CLI's
 --error-target text ("var:0.99=2%": var_0.99's error at most 2% of
 it; "mean=0.01": at most 0.01), of an item of `statistics` (errors
@@ -153,6 +157,7 @@ class Client:
               errors: bool = False, error_confidence: float = 0.95,
               moments_from_covariance: bool = False,
               contributions: Optional[Iterable[str]] = None,
+              sensitivities: Optional[Iterable[str]] = None,
               target: Union[None, str, Target] = None, max_paths: Optional[int] = None,
               full: Union[bool, np.ndarray, str] = False, terminal_prices: bool = False,
               priority: int = 0, precision: str = "fp32", split: int = 1,
