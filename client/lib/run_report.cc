@@ -124,6 +124,8 @@ std::string SummaryJson(const RunTotals& totals, double wall_seconds, const Resu
       {"instruments", absl::StrCat(totals.instruments)},
       {"wall_seconds", JsonNumber(wall_seconds)},
       {"server_seconds", JsonNumber(totals.server_seconds)},
+      {"gemm_thread_seconds", JsonNumber(totals.gemm_seconds)},
+      {"statistics_thread_seconds", JsonNumber(totals.statistics_seconds)},
       {"flops", JsonNumber(flops)},
       {"gflops_per_second", JsonNumber(flops / wall_seconds / 1e9)},
       {"stats_out", JsonFile(files.stats_csv)},

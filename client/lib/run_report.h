@@ -30,7 +30,8 @@ std::string TargetLine(const RunTotals& totals);
 
 // The summary as one flat JSON object (README: `pricer price --json`):
 // columns_priced, columns_from_journal, column_begin, column_end, paths,
-// issuers, wall_seconds, server_seconds, flops, gflops_per_second, and the
+// issuers, wall_seconds, server_seconds, gemm_thread_seconds and
+// statistics_thread_seconds (the devices' split), flops, gflops_per_second, and the
 // output files stats_out, full_out, prices_out, values_out (null when not asked for);
 // with a precision target (else null) target ("var_0.99 <= 2%"),
 // columns_met_target and columns_by_paths ("10000:1612,20000:350": paths,
