@@ -2,7 +2,8 @@
 machinery: a book priced to a target precision (its columns' errors meet it
 or reach the path cap); a run of a book on historical returns killed and
 continued with --resume writes the files an uninterrupted run writes; and a
-server drained (SIGTERM) while it prices a book finishes the call."""
+server drained (SIGTERM) while it prices a book (with its contributions and
+sensitivities) finishes the call."""
 
 import filecmp
 import os
@@ -49,9 +50,10 @@ class CliBookRunsTest(CliTestCase):
                 self.assertEqual(row["paths"], "16000", row)
         self.assertGreater(sum(row["target_met"] == "1" for row in rows), 0)
 
-    def historical_job(self, prefix, scenarios, columns, full):
+    def historical_job(self, prefix, scenarios, columns, full, contributions=False):
         """A book on `scenarios` historical returns over `columns` columns;
-        its statistics with their errors, SC when `full`, and V."""
+        its statistics with their errors, SC when `full`, V, and with
+        `contributions` ES's and their delta and vega (with errors)."""
         returns = self.path(f"runs_returns_{scenarios}.npy")
         if not os.path.exists(returns):
             rng = np.random.default_rng(8)
@@ -66,6 +68,11 @@ class CliBookRunsTest(CliTestCase):
             args += ["--full-out", outputs[-1]]
         outputs.append(self.path(f"{prefix}_values.npy"))
         args += ["--values-out", outputs[-1]]
+        if contributions:
+            args += ["--contributions", "es:0.975", "--sensitivities", "delta,vega",
+                     "--contributions-out", self.path(prefix)]
+            outputs += [self.path(f"{prefix}.es_0.975{part}{se}.npy")
+                        for part in ("", ".delta", ".vega") for se in ("", ".se")]
         return outputs, args
 
     def assert_same_files(self, got, want):
@@ -107,11 +114,11 @@ class CliBookRunsTest(CliTestCase):
             return "instruments (historical returns)" in log.read()
 
     def test_a_drained_server_finishes_its_call_on_a_book(self):
-        want, args = self.historical_job("undrained", 5000, 3000, True)
+        want, args = self.historical_job("undrained", 5000, 3000, True, True)
         self.pricer(*args)
         server = Server(ARGS.pricerd, flags=("--drain-seconds", "60"))
         try:
-            got, args = self.historical_job("drained", 5000, 3000, True)
+            got, args = self.historical_job("drained", 5000, 3000, True, True)
             proc = subprocess.Popen([ARGS.pricer, "price", "--target", server.target, *args],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             deadline = time.time() + scaled(60)
