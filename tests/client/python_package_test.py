@@ -45,7 +45,8 @@ print("deps", grpc.__version__, google.protobuf.__version__, numpy.__version__)
 # Run in the PyPI venv, which has pandas: one row per column, the same values
 # (the statistics' errors included, each after its statistic; with a target,
 # each column's paths and target_met last); a book given as a DataFrame is
-# the book of its rows as dicts; a labelled market's labels name issuers.
+# the book of its rows as dicts; a labelled market's labels name issuers;
+# contributions in long form.
 PANDAS = """
 import sys, numpy as np, pandas
 from pricer_client import Client
@@ -89,6 +90,15 @@ with Client(sys.argv[1]) as client:
     except ValueError as error:
         assert "instruments[0].issuer is 'Globex'" in str(error), error
 assert b[0].tobytes() == b[1].tobytes()
+# Contributions and delta in long form: a row per (column, row, item).
+with Client(sys.argv[1]) as client:
+    c = client.price(issuers=3, paths=400, seed=4, scenarios=5, statistics=["es:0.975"],
+                     contributions=["es:0.975"], sensitivities=["delta"])
+long = c.contributions_to_pandas()
+assert list(long.columns) == ["column", "row", "item", "value"], list(long.columns)
+assert len(long) == 2 * 3 * 5 and set(long["item"]) == {"es_0.975", "es_0.975_delta"}
+cell = long[(long.column == 4) & (long.row == 2) & (long["item"] == "es_0.975")]
+assert cell.value.item() == c.contributions["es_0.975"][2, 4]
 print("pandas ok", len(frame), len(targeted))
 """
 

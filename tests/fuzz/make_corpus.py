@@ -89,8 +89,15 @@ def price_requests(pb):
                                            values=floats([0.1, -0.2, 0.05, 0, 0.3, 0.1, -0.1, 0])))
     book.scenarios.generated.columns = 4
     book.output.instrument_values = True
+    # The book's ES and VaR contributions, with delta and vega and errors.
+    attributed = pb.PriceRequest()
+    attributed.CopyFrom(book)
+    attributed.output.statistics.CopyFrom(pb.StatisticsSelection(
+        es=[0.975], var=[0.9], es_contributions=[0.975], var_contributions=[0.9], delta=True,
+        vega=True, errors=True))
     return {"generated": generated.SerializeToString(), "inline": inline.SerializeToString(),
             "book-historical": book.SerializeToString(),
+            "book-contributions": attributed.SerializeToString(),
             "targeted": targeted.SerializeToString(),
             "correlated": correlated.SerializeToString(), "stored": stored.SerializeToString(), "large-generated": large.SerializeToString(),
             "bad-market": bad.SerializeToString(), "garbage": b"\xff\xff\xff"}
@@ -140,7 +147,14 @@ def price_replies(pb):
                     + pb.PriceReply(chunk=pb.ResultChunk(column_end=1, rows=2)).SerializeToString())
     book_values = pb.PriceReply(values=pb.InstrumentValuesChunk(
         instrument_begin=1, instrument_end=3, rows=2, values=floats([1, 2, 3, 4])))
+    # A chunk of 2 columns with ES contributions to 3 rows and delta of 2 issuers.
+    contributed = pb.PriceReply(chunk=pb.ResultChunk(
+        column_begin=0, column_end=2, rows=2, statistics=pb.ColumnStatistics(v0=[1, 2]),
+        contributions=[pb.Contributions(measure=pb.Contributions.MEASURE_ES, level=0.975,
+                                        rows=3, band_paths=1, values=floats(range(6)),
+                                        issuers=2, delta=floats(range(4)))]))
     return {"chunk": b"\x55" + chunk.SerializeToString(),
+            "contributions": b"\x21" + contributed.SerializeToString(),
             "prices": b"\xff" + prices.SerializeToString(),
             "instrument-values": b"\x33" + book_values.SerializeToString(),
             "accepted": b"\x00" + accepted.SerializeToString(),

@@ -1,7 +1,9 @@
 // Request validation (ToJobSpec) and the job's preparation (the market
 // draw, the Cholesky factor, the stored-set read) on the bytes of a
 // PriceRequest, as any client can send them.
+#include <algorithm>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 #include "server/service/request_validation.h"
@@ -45,6 +47,19 @@ bool TargetConsistent(const pricer::JobSpec& spec) {
          t.max_paths >= spec.paths && t.RoundPaths(spec.paths).back() <= t.max_paths;
 }
 
+// Contributed levels, if any: each one of the selection's levels of its
+// measure, not with the moments shortcut; delta and vega only with them.
+bool ContributionsConsistent(const pricer::StatisticsSelection& s) {
+  for (auto [contributed, levels] :
+       {std::pair{&s.es_contributions, &s.es}, std::pair{&s.var_contributions, &s.var}}) {
+    for (const double level : *contributed) {
+      if (std::find(levels->begin(), levels->end(), level) == levels->end()) return false;
+    }
+  }
+  const bool any = s.contribution_levels() > 0;
+  return (!any || !s.from_covariance) && (any || !(s.delta || s.vega));
+}
+
 // What a spec that validated and prepared must hold, whatever the request.
 bool Consistent(const pricer::JobSpec& spec) {
   const pricer::ScenarioMatrix& a = spec.scenarios;
@@ -71,7 +86,8 @@ bool Consistent(const pricer::JobSpec& spec) {
     return false;
   }
   return 0 <= spec.column_begin && spec.column_begin < spec.column_end &&
-         spec.column_end <= a.columns() && TargetConsistent(spec);
+         spec.column_end <= a.columns() && TargetConsistent(spec) &&
+         ContributionsConsistent(spec.output.statistics);
 }
 
 }  // namespace
