@@ -55,14 +55,15 @@ pack() {
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DPRICER_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DPRICER_BUILD_BENCHMARKS=OFF > /dev/null
   cmake --build build-gpu -j"$(nproc)" --target pricerd pricer cuda_engine_test cuda_sizing_test \
-    cuda_status_test cuda_window_kernel_test
+    cuda_status_test cuda_window_kernel_test cuda_attribution_test
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/pricer/bin" "$stage/pricer/lib"
   local binaries=(build-gpu/server/pricerd build-gpu/client/pricer
     build-gpu/tests/backends/cuda/cuda_engine_test build-gpu/tests/backends/cuda/cuda_sizing_test
     build-gpu/tests/backends/cuda/cuda_status_test
-    build-gpu/tests/backends/cuda/cuda_window_kernel_test)
+    build-gpu/tests/backends/cuda/cuda_window_kernel_test
+    build-gpu/tests/backends/cuda/cuda_attribution_test)
   cp "${binaries[@]}" "$stage/pricer/bin/"
   # The libraries the GPU machine lacks: everything but the C library, the
   # loader and what its CUDA installation provides.
@@ -211,7 +212,8 @@ check_libraries() {
 cuda_tests() {
   echo "== CUDA tests (GPU against the cpu backend; a skipped GPU case fails)"
   local t
-  for t in cuda_status_test cuda_sizing_test cuda_window_kernel_test cuda_engine_test; do
+  for t in cuda_status_test cuda_sizing_test cuda_window_kernel_test cuda_engine_test \
+    cuda_attribution_test; do
     if ! PRICER_REQUIRE_GPU=1 timeout 100 "$bin/$t" > "$out/$t.log" 2>&1; then
       grep -E "Failure|Expected|Which is|Value of|FAILED|error|Skipped" "$out/$t.log" | head -60
       tail -5 "$out/$t.log"

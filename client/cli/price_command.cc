@@ -201,6 +201,19 @@ void AddBookFlags(CLI::App& app, PriceOptions& options) {
                  "id of a P x N set of historical log-returns stored with `pricer upload`");
 }
 
+// The output files.
+void AddOutputFlags(CLI::App& app, ResultFiles& files, std::string& contributions_prefix) {
+  app.add_option("--stats-out", files.stats_csv, "write per-column statistics as CSV");
+  app.add_option("--full-out", files.full_npy, "write SC (float32 P x M, Fortran order) .npy");
+  app.add_option("--prices-out", files.prices_npy, "write ST (float32 P x N) .npy");
+  app.add_option("--values-out", files.values_npy,
+                 "write a book's values at the horizon V (float32 P x K) .npy");
+  app.add_option("--contributions-out", contributions_prefix,
+                 "PREFIX: write each --contributions level's contributions (float32 R x M, "
+                 "R the issuers or instruments, Fortran order) to PREFIX.es_L.npy, and with "
+                 "--errors their standard errors to PREFIX.es_L.se.npy");
+}
+
 }  // namespace
 
 PriceCommand::PriceCommand(CLI::App& app)
@@ -255,15 +268,7 @@ PriceCommand::PriceCommand(CLI::App& app)
                     "seconds the whole run may take, retries included; then exit 1 with "
                     "DEADLINE_EXCEEDED (default: none)");
   price->add_flag("--json", json_, "print the summary as one JSON object on stdout");
-  price->add_option("--stats-out", files_.stats_csv, "write per-column statistics as CSV");
-  price->add_option("--full-out", files_.full_npy, "write SC (float32 P x M, Fortran order) .npy");
-  price->add_option("--prices-out", files_.prices_npy, "write ST (float32 P x N) .npy");
-  price->add_option("--values-out", files_.values_npy,
-                    "write a book's values at the horizon V (float32 P x K) .npy");
-  price->add_option("--contributions-out", contributions_prefix_,
-                    "PREFIX: write each --contributions level's contributions (float32 R x M, "
-                    "R the issuers or instruments, Fortran order) to PREFIX.es_L.npy, and with "
-                    "--errors their standard errors to PREFIX.es_L.se.npy");
+  AddOutputFlags(*price, files_, contributions_prefix_);
 }
 
 int PriceCommand::Run(PricerClient& client) {
@@ -279,11 +284,9 @@ int PriceCommand::Run(PricerClient& client) {
     options_.error_target = *std::move(target);
     options_.errors = true;
   }
-  if (absl::Status s = SetContributions(contributions_list_, contributions_prefix_,
-                                        sensitivities_list_, options_, files_);
-      !s.ok()) {
-    return Refuse(s.message());
-  }
+  const absl::Status contributions = SetContributions(contributions_list_, contributions_prefix_,
+                                                      sensitivities_list_, options_, files_);
+  if (!contributions.ok()) return Refuse(contributions.message());
   // Statistics unless only files of raw values were asked for (--errors
   // and contributions ask for statistics).
   if (!stats_list_.empty() || !files_.stats_csv.empty() || options_.errors ||

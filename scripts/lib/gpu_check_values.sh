@@ -56,6 +56,37 @@ compare() {
   rm -f "${files[@]}"
 }
 
+# Euler contributions of ES 97.5% with delta and vega
+# (--contributions-out): each of the three .npy files of the GPU server
+# against the cpu server's within `tolerance` (Frobenius; SC's rounding may
+# move a path across a tail's end, which moves a mean by one path's weight).
+compare_contributions() {
+  local label=$1 tolerance=$2
+  shift 2
+  local side port
+  for side in gpu cpu; do
+    port=$gpu_port
+    [[ $side == cpu ]] && port=$cpu_port
+    if ! "$bin/pricer" price --target "127.0.0.1:$port" "$@" --contributions es:0.975 \
+      --sensitivities delta,vega --contributions-out "$out/values/$label.$side" \
+      > "$out/values/$label.$side.log" 2>&1; then
+      echo "$label on the $side server failed:"
+      tail -5 "$out/values/$label.$side.log"
+      exit 1
+    fi
+  done
+  local part compared
+  for part in "" .delta .vega; do
+    compared=$(python3 scripts/lib/compare_results.py npy \
+      "$out/values/$label.gpu.es_0.975$part.npy" "$out/values/$label.cpu.es_0.975$part.npy" \
+      --tolerance "$tolerance" 2>&1) || true
+    printf '%-26s %9s  %s\n' "$label${part:-.contributions}" "$tolerance" "$compared" |
+      tee -a "$out/values.txt"
+    [[ $compared == *" ok "* ]] || { echo "$label$part: the GPU's results differ"; exit 1; }
+  done
+  rm -f "$out/values/$label".*.npy
+}
+
 # The rehearsal's check of the comparison itself: two requests that differ
 # only in their seed must be reported as differing, in a CSV and in a .npy
 # (a comparison that always said "ok" would pass every rehearsal).
@@ -113,6 +144,8 @@ compare_values() {
   compare prices-in-chunks prices 1e-5 --issuers 64 --paths 400000 --seed 7 --scenarios 256 \
     --stats mean
   compare_books "${seed[@]}" --stats "$tail" --errors
+  compare_contributions contributions 1e-3 --preset seed --scenarios "$(columns 5000)" \
+    --stats "$tail"
 }
 
 # A book of a call and a put on each of the example's 500 issuers (V built
@@ -136,6 +169,8 @@ PY
   compare book-options-errors stats 1e-5 "$@" "${book[@]}"
   compare book-historical stats 1e-5 "$@" "${book[@]}" --returns-file "$out/values/returns.npy"
   compare book-values values 1e-5 --preset seed --scenarios 256 --stats mean "${book[@]}"
+  compare_contributions book-contributions 1e-3 "$@" "${book[@]}" \
+    --returns-file "$out/values/returns.npy"
 }
 
 # Polls the server on `port` until its devices and the pinned staging hold

@@ -25,7 +25,7 @@ struct JobSpec;
 struct TailBand {
   int64_t first = 0, last = 0;
   bool bounded = false;
-  int64_t size() const { return last - first + 1; }
+  PRICER_HOST_DEVICE int64_t size() const { return last - first + 1; }
 };
 
 // VaR's window half-width w over `rows` paths: floor(sqrt(rows) / 2). The

@@ -36,6 +36,29 @@ def npy(descr, fortran, shape, data):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data
 
 
+def book_requests(pb, request):
+    """A book of a call, a put and a stock on 2 issuers (A: 3 rows), on
+    historical returns of 4 scenarios (P x N = 4 x 2), V sent back; and the
+    same with its ES and VaR contributions, delta and vega and errors."""
+    book = request(spot=[5.0, 7.5], volatility=[0.2, 0.3])
+    book.paths = 0
+    book.instruments.extend([
+        pb.Instrument(issuer=0, type=pb.Instrument.TYPE_CALL, strike=5, expiry=1.5),
+        pb.Instrument(issuer=1, type=pb.Instrument.TYPE_PUT, strike=7, expiry=1.0,
+                      volatility=0.25),
+        pb.Instrument(issuer=1, type=pb.Instrument.TYPE_STOCK)])
+    book.returns.matrix.CopyFrom(pb.Matrix(rows=4, columns=2,
+                                           values=floats([0.1, -0.2, 0.05, 0, 0.3, 0.1, -0.1, 0])))
+    book.scenarios.generated.columns = 4
+    book.output.instrument_values = True
+    attributed = pb.PriceRequest()
+    attributed.CopyFrom(book)
+    attributed.output.statistics.CopyFrom(pb.StatisticsSelection(
+        es=[0.975], var=[0.9], es_contributions=[0.975], var_contributions=[0.9], delta=True,
+        vega=True, errors=True))
+    return book, attributed
+
+
 def price_requests(pb):
     def request(**market):
         r = pb.PriceRequest(rate=0.02, maturity=1.0, paths=16, seed=42)
@@ -76,25 +99,7 @@ def price_requests(pb):
     targeted.CopyFrom(generated)
     targeted.target.CopyFrom(pb.PrecisionTarget(
         statistic=pb.PrecisionTarget.STATISTIC_VAR, level=0.99, relative=0.02, max_paths=64))
-    # A book of a call, a put and a stock on 2 issuers (A: 3 rows), on
-    # historical returns of 4 scenarios (P x N = 4 x 2), V sent back.
-    book = request(spot=[5.0, 7.5], volatility=[0.2, 0.3])
-    book.paths = 0
-    book.instruments.extend([
-        pb.Instrument(issuer=0, type=pb.Instrument.TYPE_CALL, strike=5, expiry=1.5),
-        pb.Instrument(issuer=1, type=pb.Instrument.TYPE_PUT, strike=7, expiry=1.0,
-                      volatility=0.25),
-        pb.Instrument(issuer=1, type=pb.Instrument.TYPE_STOCK)])
-    book.returns.matrix.CopyFrom(pb.Matrix(rows=4, columns=2,
-                                           values=floats([0.1, -0.2, 0.05, 0, 0.3, 0.1, -0.1, 0])))
-    book.scenarios.generated.columns = 4
-    book.output.instrument_values = True
-    # The book's ES and VaR contributions, with delta and vega and errors.
-    attributed = pb.PriceRequest()
-    attributed.CopyFrom(book)
-    attributed.output.statistics.CopyFrom(pb.StatisticsSelection(
-        es=[0.975], var=[0.9], es_contributions=[0.975], var_contributions=[0.9], delta=True,
-        vega=True, errors=True))
+    book, attributed = book_requests(pb, request)
     return {"generated": generated.SerializeToString(), "inline": inline.SerializeToString(),
             "book-historical": book.SerializeToString(),
             "book-contributions": attributed.SerializeToString(),

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -69,6 +70,25 @@ template <typename T>
 absl::Status AllocateOnDevice(MemoryAccount& account, const Buffer& buffer,
                               const std::string& device, DeviceArray<T>* out) {
   return DeviceArray<T>::Allocate(account, buffer, out, CudaDeviceMemory{device});
+}
+
+// `host` into `buffer`, an entry of the job's AllocationTable, on the
+// current GPU.
+template <typename T>
+absl::Status Upload(const std::string& device, MemoryAccount& account, const Buffer& buffer,
+                    const std::vector<T>& host, cudaStream_t stream, DeviceArray<T>* out) {
+  if (static_cast<int64_t>(host.size()) != buffer.elements) {
+    return absl::InternalError(absl::StrCat(device, ": ", buffer.name, " has ", host.size(),
+                                            " values, not ", buffer.elements));
+  }
+  RETURN_IF_ERROR(AllocateOnDevice(account, buffer, device, out));
+  if (host.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(
+      PRICER_CUDA_STATUS(device, cudaMemcpyAsync(out->data(), host.data(), host.size() * sizeof(T),
+                                                 cudaMemcpyHostToDevice, stream)));
+  // From pageable memory the call returns once `host` is staged, so it may go
+  // away after this returns; no synchronisation is needed here.
+  return absl::OkStatus();
 }
 
 }  // namespace pricer

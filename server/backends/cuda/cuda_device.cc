@@ -1,14 +1,49 @@
 #include "server/backends/cuda/cuda_device.h"
 
+#include <optional>
 #include <utility>
 
 #include "server/backends/cuda/cuda_job.h"
 #include "server/backends/cuda/cuda_shard_slot.h"
 #include "server/backends/cuda/kernels.h"
+#include "server/model/attribution.h"
 #include "server/model/instruments.h"
 #include "server/model/interval_ranks.h"
 
 namespace pricer {
+
+namespace {
+
+// The contributions' buffers (CudaJobBuffers::Attribution) of `spec` with
+// shards `w` wide; none without contributions.
+std::optional<CudaJobBuffers::Attribution> AttributionBuffersOf(const JobSpec& spec, int64_t w) {
+  const StatisticsSelection& selection = spec.output.statistics;
+  if (selection.contribution_levels() == 0) return std::nullopt;
+  const int64_t paths = spec.paths, issuers = spec.market.issuers();
+  const int64_t rows = spec.position_rows();
+  const bool gbm_vega = selection.vega && !spec.historical();
+  int64_t band_paths = 0;
+  for (const TailBand& band : ContributionBands(selection, paths)) band_paths += band.size();
+  const int64_t results = selection.contribution_values_per_column(rows, issuers) * w;
+  const bool sensitivities = selection.delta || selection.vega;
+  return CudaJobBuffers::Attribution{
+      BufferOf<float>("paths' rows of X (contributions)", paths * rows),
+      BufferOf<float>("paths' dX/dS0 (delta)", selection.delta ? paths * rows : 0),
+      BufferOf<float>("paths' dX/dsigma (vega)", selection.vega ? paths * rows : 0),
+      BufferOf<float>("dST/dsigma (vega)", gbm_vega ? paths * issuers : 0),
+      BufferOf<double>("sigma T (vega)", gbm_vega ? issuers : 0),
+      BufferOf<InstrumentTerms>("rows' terms (sensitivities)", rows),
+      BufferOf<double>("rows' derivatives today (sensitivities)", 2 * rows),
+      BufferOf<int32_t>("rows by issuer (offsets)", issuers + 1),
+      BufferOf<int32_t>("rows by issuer", rows),
+      BufferOf<double>("spots (sensitivities)", issuers),
+      BufferOf<int32_t>("bands' paths block", band_paths * w),
+      BufferOf<float>("contributions block", results),
+      BufferOf<double>("sensitivity shares block", sensitivities ? rows * w : 0),
+      BufferOf<float>("pinned contributions block", results)};
+}
+
+}  // namespace
 
 CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, const GpuProfile& gpu,
                        std::shared_ptr<MemoryAccount> pinned_memory)
@@ -71,6 +106,7 @@ CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns)
   if (b.statistics) {
     b.statistics_host = BufferOf<double>("pinned statistics block", b.statistics->elements);
   }
+  b.attribution = AttributionBuffersOf(spec, w);
   if (!spec.scenarios.generated()) b.a_host = BufferOf<float>("pinned scenario block", rows * w);
   if (spec.output.full) b.values_host = BufferOf<float>("pinned result block", paths * w);
   return b;
@@ -98,16 +134,18 @@ AllocationTable CudaDevice::Allocations(const JobSpec& spec, int64_t shard_colum
     table.resident.push_back(c->moments);
     table.per_shard.insert(table.per_shard.end(), {c->a_doubles, c->products});
   }
+  if (const auto& t = b.attribution) {
+    table.resident.insert(table.resident.end(),
+                          {t->by_path, t->delta_by_path, t->vega_by_path, t->dst_dsigma, t->sigma_t,
+                           t->terms, t->today, t->issuer_offsets, t->issuer_rows, t->spot});
+    table.per_shard.insert(table.per_shard.end(), {t->band_paths, t->results, t->shares});
+    table.pinned_per_shard.push_back(t->results_host);
+  }
   return table;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceJob>> CudaDevice::StartJob(const JobSpec& spec,
                                                                 int64_t shard_columns) {
-  if (spec.output.statistics.contribution_levels() > 0) {
-    return absl::UnimplementedError(
-        "output.statistics.es_contributions and var_contributions: the cuda backend does not "
-        "compute contributions yet; ask a server with cpu devices (--devices cpu)");
-  }
   return StartCudaJob(spec, *this, shard_columns);
 }
 

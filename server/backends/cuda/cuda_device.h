@@ -119,6 +119,20 @@ struct CudaJobBuffers {
     Buffer moments, a_doubles, products;
   };
   std::optional<Covariance> covariance;
+  // The contributions and sensitivities (attribution_kernels.h). Resident:
+  // X row-major (P x R); with delta (vega) dX/dS0 (dX/dsigma) row-major
+  // (P x R); under GBM with vega dST/dsigma (P x N) and sigma_i T (N
+  // doubles); the rows' terms (R), their derivatives today (2 R doubles),
+  // the rows by issuer (N + 1 offsets, R rows) and the spots (N doubles).
+  // Per shard: the bands' paths (int32, their sizes x w), the results
+  // (float32, contribution_values_per_column x w), the rows' shares of a
+  // sensitivity (R x w doubles); pinned, the results.
+  struct Attribution {
+    Buffer by_path, delta_by_path, vega_by_path, dst_dsigma, sigma_t, terms, today, issuer_offsets,
+        issuer_rows, spot;
+    Buffer band_paths, results, shares, results_host;
+  };
+  std::optional<Attribution> attribution;
 
   // Pinned host blocks per shard (PinnedPool), each as large as the device
   // block it mirrors: the statistics block (when statistics are asked for),

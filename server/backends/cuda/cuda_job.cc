@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "server/backends/cuda/cuda_array.h"
+#include "server/backends/cuda/cuda_attribution.h"
 #include "server/backends/cuda/cuda_handles.h"
 #include "server/backends/cuda/cuda_shard_run.h"
 #include "server/backends/cuda/cuda_shard_slot.h"
@@ -27,25 +28,6 @@
 
 namespace pricer {
 namespace {
-
-// `host` into `buffer`, an entry of the job's AllocationTable, on the
-// current GPU.
-template <typename T>
-absl::Status Upload(const std::string& device, MemoryAccount& account, const Buffer& buffer,
-                    const std::vector<T>& host, cudaStream_t stream, DeviceArray<T>* out) {
-  if (static_cast<int64_t>(host.size()) != buffer.elements) {
-    return absl::InternalError(absl::StrCat(device, ": ", buffer.name, " has ", host.size(),
-                                            " values, not ", buffer.elements));
-  }
-  RETURN_IF_ERROR(AllocateOnDevice(account, buffer, device, out));
-  if (host.empty()) return absl::OkStatus();
-  RETURN_IF_ERROR(
-      PRICER_CUDA_STATUS(device, cudaMemcpyAsync(out->data(), host.data(), host.size() * sizeof(T),
-                                                 cudaMemcpyHostToDevice, stream)));
-  // From pageable memory the call returns once `host` is staged, so it may go
-  // away after this returns; no synchronisation is needed here.
-  return absl::OkStatus();
-}
 
 // A job's state on its GPU. Its calls expect that GPU to be current
 // (CudaDeviceJob makes it so), and RunShard may run on several threads at
@@ -89,6 +71,7 @@ class CudaJob {
     RETURN_IF_ERROR(AllocateOnDevice(memory_, buffers_.st, name_, &st_));
     RETURN_IF_ERROR(StopStatus(spec_));
     RETURN_IF_ERROR(spec_.historical() ? UploadReturnsIntoSt(stream) : DrawShocksIntoSt(stream));
+    RETURN_IF_ERROR(KeepShocks(spec_, buffers_, name_, memory_, st_.data(), stream, &attribution_));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
     RETURN_IF_ERROR(StopStatus(spec_));
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(
@@ -97,6 +80,8 @@ class CudaJob {
     RETURN_IF_ERROR(PRICER_CUDA_STATUS(name_, cudaStreamSynchronize(stream)));
     RETURN_IF_ERROR(StopStatus(spec_));
     RETURN_IF_ERROR(BuildInstrumentValues(stream));
+    RETURN_IF_ERROR(
+        BuildAttribution(spec_, buffers_, name_, memory_, st_.data(), x_, stream, &attribution_));
     if (!spec_.output.statistics.from_covariance) return absl::OkStatus();
     return UploadCovariance(stream);
   }
@@ -246,7 +231,8 @@ class CudaJob {
                        offsets_.data(),
                        covariance_.data(),
                        span_,
-                       error_z_};
+                       error_z_,
+                       attribution_.Resident(spec_.position_rows())};
   }
 
   const JobSpec& spec_;
@@ -272,6 +258,7 @@ class CudaJob {
   DeviceArray<cuda::OrderLevel> levels_;
   DeviceArray<int> offsets_;
   DeviceArray<double> covariance_;  // the moments shortcut's S and m
+  AttributionArrays attribution_;   // the contributions' and sensitivities'
   absl::Mutex idle_mu_;
   std::vector<std::unique_ptr<ShardSlot>> idle_ ABSL_GUARDED_BY(idle_mu_);
 };

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "server/backends/cuda/cuda_attribution.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_status.h"
 #include "server/model/statistics.h"
@@ -224,6 +225,9 @@ class ShardRun {
                                             statistics + stride, ErrorRow(0), stride, compute)));
       }
       RETURN_IF_ERROR(OrderStatistics(kept_sc, layout_.kept));
+      RETURN_IF_ERROR(AttributeShard(job_, slot_, kept_sc,
+                                     slot_.a.data() + layout_.skip * positions, layout_.kept,
+                                     discount()));
       RETURN_IF_ERROR(PRICER_CUDA_STATUS(
           name_, cudaMemcpyAsync(slot_.statistics_host->as<double>(), statistics,
                                  static_cast<size_t>(StatisticRows() * stride) * sizeof(double),
@@ -308,7 +312,8 @@ class ShardRun {
                                        static_cast<size_t>(kept * spec_.paths));
     }
     if (!selection.any()) return;
-    out->statistics.Resize(selection, kept);
+    out->statistics.Resize(selection, kept, spec_.position_rows(), spec_.market.issuers());
+    CopyAttribution(job_, slot_, kept, out->statistics);
     const double* rows = slot_.statistics_host->as<double>();
     auto row = [&](int64_t r) { return rows + r * job_.shard_columns; };
     std::copy(row(0), row(0) + kept, out->statistics.v0.begin());

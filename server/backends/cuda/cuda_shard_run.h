@@ -15,6 +15,18 @@
 
 namespace pricer {
 
+// The resident inputs of the contributions and sensitivities (device
+// pointers; null where the job has none).
+struct ResidentAttribution {
+  const float* x = nullptr;  // X row-major
+  const float* delta = nullptr;
+  const float* vega = nullptr;
+  const double* delta_today = nullptr;
+  const double* vega_today = nullptr;
+  const int32_t* issuer_offsets = nullptr;
+  const int32_t* issuer_rows = nullptr;
+};
+
 // What a shard reads of its job: the spec and the job's resident buffers on
 // the GPU (cuda_job.cc), all of them built before any shard runs.
 struct ResidentJob {
@@ -32,6 +44,7 @@ struct ResidentJob {
   const double* covariance;  // S (R x R) then m (R): the moments shortcut's, else null
   RankSpan span;             // the ranks a window holds (WindowSpan), when there are levels
   double error_z;            // with errors: the normal quantile of their confidence
+  ResidentAttribution attribution;
 };
 
 // Runs `shard` of `job` on `slot`, on the current GPU, into `out`. On

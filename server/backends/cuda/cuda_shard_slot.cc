@@ -30,6 +30,11 @@ absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& acc
     RETURN_IF_ERROR(allocate(c->a_doubles, slot.a_doubles));
     RETURN_IF_ERROR(allocate(c->products, slot.products));
   }
+  if (const auto& t = buffers.attribution) {
+    RETURN_IF_ERROR(allocate(t->band_paths, slot.band_paths));
+    RETURN_IF_ERROR(allocate(t->results, slot.attribution));
+    RETURN_IF_ERROR(allocate(t->shares, slot.shares));
+  }
   if (const auto& sort = buffers.sort) {
     RETURN_IF_ERROR(allocate(sort->keys, slot.sort_keys));
     RETURN_IF_ERROR(allocate(sort->keys_alternate, slot.sort_keys_alternate));
@@ -46,6 +51,9 @@ absl::Status TakePinnedBlocks(PinnedPool& pinned, const CudaJobBuffers& buffers,
   }
   if (const auto& b = buffers.a_host) {
     ASSIGN_OR_RETURN(slot.a_host, pinned.Take(*b));
+  }
+  if (const auto& t = buffers.attribution) {
+    ASSIGN_OR_RETURN(slot.attribution_host, pinned.Take(t->results_host));
   }
   return absl::OkStatus();
 }

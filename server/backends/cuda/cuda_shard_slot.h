@@ -78,6 +78,11 @@ struct ShardSlot : SlotStreams {
   DeviceArray<double> a_doubles, products;  // the moments shortcut's blocks
   PinnedPool::Handle a_host;                // inline scenario columns, staged for H2D
   PinnedPool::Handle statistics_host;       // the statistics block, from D2H
+  // The contributions (CudaJobBuffers::Attribution's per-shard entries).
+  DeviceArray<int32_t> band_paths;
+  DeviceArray<float> attribution;
+  DeviceArray<double> shares;
+  PinnedPool::Handle attribution_host;
 };
 
 // A slot for the shards (`shard_columns` wide at most) of a job on the

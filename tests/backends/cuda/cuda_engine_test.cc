@@ -111,23 +111,6 @@ TEST(CudaWithoutGpuTest, ACpuDeviceBesideItPricesTheJobUnchanged) {
 
 // --- With a GPU ---------------------------------------------------------------
 
-struct Comparison {
-  JobResult gpu, cpu;
-};
-
-Comparison RunBoth(const JobSpec& spec) {
-  Comparison c;
-  std::unique_ptr<Engine> gpu = MakeCudaEngine();
-  GpuMemoryWatch watch;
-  c.gpu = RunJob(*gpu, spec);
-  EXPECT_TRUE(c.gpu.status.ok()) << c.gpu.status;
-  ExpectGpuUseWithinBudget(*gpu, watch.Stop());
-  std::unique_ptr<Engine> cpu = MakeEngine();
-  c.cpu = RunJob(*cpu, spec);
-  EXPECT_TRUE(c.cpu.status.ok()) << c.cpu.status;
-  return c;
-}
-
 void ExpectTerminalPricesNear(const JobSpec& spec, double relative) {
   const Comparison c = RunBoth(spec);
   for (int64_t i = 0; i < spec.market.issuers(); ++i) {

@@ -134,6 +134,51 @@ TEST(CudaDeviceSizingTest, AJobTheWindowServesHoldsNoSortBuffers) {
   EXPECT_TRUE(device.BuffersOf(spec, w).sort.has_value());
 }
 
+// Contributions with delta and vega (and errors) at the example: X and its
+// two derivatives row-major, dST/dsigma, and the small arrays the gathers
+// read, resident; per shard the bands' paths (ES 0.975's 250, VaR 0.99's
+// window of 102), the results (2 levels x (500 + 2 x 500) x 2 float32 a
+// column) and the rows' shares; the results staged through pinned memory.
+TEST(CudaDeviceSizingTest, ContributionsHoldTheirCopiesOfXAndTheirBlocks) {
+  const CudaDevice device("cuda0", 0, kCudaBudget, kMeasuredHopper, PinnedMemory());
+  const int64_t p = 10'000, n = 500, w = 1024;
+  JobSpec spec = SeedExampleSpec(1000);
+  StatisticsSelection s;
+  s.var = s.var_contributions = {0.99};
+  s.es = s.es_contributions = {0.975};
+  s.delta = s.vega = s.errors = true;
+  spec.output.statistics = s;
+  const AllocationTable table = device.Allocations(spec, w);
+  const std::vector<Entry> resident = Entries(table.resident);
+  const std::vector<Entry> attribution(resident.end() - 10, resident.end());
+  EXPECT_THAT(attribution, ElementsAreArray(std::vector<Entry>{
+                               {"paths' rows of X (contributions)", p * n, 4},
+                               {"paths' dX/dS0 (delta)", p * n, 4},
+                               {"paths' dX/dsigma (vega)", p * n, 4},
+                               {"dST/dsigma (vega)", p * n, 4},
+                               {"sigma T (vega)", n, 8},
+                               {"rows' terms (sensitivities)", n, sizeof(InstrumentTerms)},
+                               {"rows' derivatives today (sensitivities)", 2 * n, 8},
+                               {"rows by issuer (offsets)", n + 1, 4},
+                               {"rows by issuer", n, 4},
+                               {"spots (sensitivities)", n, 8}}));
+  const std::vector<Entry> shard = Entries(table.per_shard);
+  EXPECT_THAT(std::vector<Entry>(shard.end() - 3, shard.end()),
+              ElementsAreArray(std::vector<Entry>{{"bands' paths block", (250 + 102) * w, 4},
+                                                  {"contributions block", 6000 * w, 4},
+                                                  {"sensitivity shares block", n * w, 8}}));
+  EXPECT_EQ(Entries(table.pinned_per_shard).back(),
+            Entry("pinned contributions block", 6000 * w, 4));
+  // Historical returns: no dST/dsigma; without delta and vega, only X's copy.
+  spec.returns = ScenarioMatrix::Deferred(p, n);
+  EXPECT_EQ(device.BuffersOf(spec, w).attribution->dst_dsigma.elements, 0);
+  spec.output.statistics.delta = spec.output.statistics.vega = false;
+  const CudaJobBuffers plain = device.BuffersOf(spec, w);
+  EXPECT_EQ(plain.attribution->delta_by_path.elements, 0);
+  EXPECT_EQ(plain.attribution->shares.elements, 0);
+  EXPECT_EQ(plain.attribution->results.elements, 2 * 500 * 2 * w);
+}
+
 // The workspace per the cuBLAS documentation for the architecture, and the
 // handle's own bytes as measured, in every handle a job makes: each shard's
 // and the one correlating ST.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "server/backends/cpu/cpu_device.h"
@@ -171,6 +172,19 @@ void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& c
     for (size_t l = 0; l < cpu.var.size(); ++l) near(gpu.var[l], cpu.var[l], v0, "VaR");
     for (size_t l = 0; l < cpu.es.size(); ++l) near(gpu.es[l], cpu.es[l], v0, "ES");
   }
+}
+
+Comparison RunBoth(const JobSpec& spec) {
+  Comparison c;
+  std::unique_ptr<Engine> gpu = MakeCudaEngine();
+  GpuMemoryWatch watch;
+  c.gpu = RunJob(*gpu, spec);
+  EXPECT_TRUE(c.gpu.status.ok()) << c.gpu.status;
+  ExpectGpuUseWithinBudget(*gpu, watch.Stop());
+  std::unique_ptr<Engine> cpu = MakeEngine();
+  c.cpu = RunJob(*cpu, spec);
+  EXPECT_TRUE(c.cpu.status.ok()) << c.cpu.status;
+  return c;
 }
 
 }  // namespace pricer

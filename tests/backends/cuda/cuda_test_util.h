@@ -15,6 +15,7 @@
 #include "server/model/job_spec.h"
 #include "server/model/statistics.h"
 #include "server/scheduler/engine.h"
+#include "tests/backends/cpu/engine_test_util.h"
 
 namespace pricer {
 
@@ -101,5 +102,12 @@ double ColumnError(const std::vector<float>& a, const std::vector<float>& b);
 // for VaR and ES (differences of V0 and a discounted statistic) of V0.
 void ExpectStatisticsNear(const ColumnStatistics& gpu, const ColumnStatistics& cpu,
                           double relative);
+
+// One request priced by a cuda engine (its GPU memory within the budget)
+// and by a cpu engine.
+struct Comparison {
+  JobResult gpu, cpu;
+};
+Comparison RunBoth(const JobSpec& spec);
 
 }  // namespace pricer
