@@ -112,7 +112,7 @@ class CpuDeviceJob : public DeviceJob {
         if (!MultiplyBlock(a, count, sc, stop)) continue;
         const auto multiplied = std::chrono::steady_clock::now();
 
-        KeepBlock(shard, first, count, a, sc, discount, out);
+        KeepBlock(shard, first, count, a, sc, discount, out, stop);
         const auto reduced = std::chrono::steady_clock::now();
         gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
         statistics_seconds += std::chrono::duration<double>(reduced - multiplied).count();
@@ -160,8 +160,12 @@ class CpuDeviceJob : public DeviceJob {
   // The kept columns of the block at `first` (`count` columns) of a shard,
   // whose positions are `a` and whose values are `sc`: their statistics while
   // they are in cache, their values copied out unless `sc` is the output.
+  // Polls `stop` every kColumnsPerPoll columns (a column's errors at 40,000
+  // paths take milliseconds, a block's a second or more under a sanitizer):
+  // a stopped shard's output is dropped.
   void KeepBlock(const Shard& shard, int64_t first, int64_t count, const float* a, const float* sc,
-                 double discount, ShardOutput* out) const {
+                 double discount, ShardOutput* out, StopPoll& stop) const {
+    constexpr int64_t kColumnsPerPoll = 16;
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.position_rows();
     const StatisticsSelection& selection = spec_.output.statistics;
@@ -182,6 +186,9 @@ class CpuDeviceJob : public DeviceJob {
                       static_cast<int64_t>(v0.size()), v0.data());
     }
     for (int64_t column = column_begin; column < column_end; ++column) {
+      if ((column - column_begin) % kColumnsPerPoll == kColumnsPerPoll - 1 && stop.Stopped()) {
+        return;
+      }
       const float* values = sc + (column - block_begin) * paths;
       const int64_t k = column - shard.out_begin;  // index among the kept columns
       if (reducer.has_value()) {
