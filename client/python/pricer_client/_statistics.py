@@ -36,6 +36,25 @@ def levelled_item(what, item, kind, level: float) -> float:
     return float(level)
 
 
+def _levelled(what, item, kind, text):
+    """The level of `item` of `kind` ("var:0.99", `text` after its colon),
+    checked, and its name ("var_0.99")."""
+    try:
+        level = float(text)
+    except ValueError:
+        raise ValueError(f"{what} {item!r}: the level {text!r} is not a number") from None
+    level = levelled_item(what, item, kind, level)
+    return level, f"{kind}_{level_name(level)}"
+
+
+def _once(what, given, name, item):
+    """Records `item` under `name` in `given`, refusing a second item of
+    that name (another spelling of the same level)."""
+    if name in given:
+        raise ValueError(f"{what}s {given[name]!r} and {item!r} are the same item ({name})")
+    given[name] = item
+
+
 def statistics_selection(items: Sequence[str]):
     """The StatisticsSelection for items such as "mean", "var:0.99"; and
     (name, kind, level, "values") per item, named as the CLI's CSV columns
@@ -49,21 +68,12 @@ def statistics_selection(items: Sequence[str]):
             setattr(selection, kind, True)
             name, level = kind, None
         elif kind in _LEVELLED and text:
-            try:
-                level = float(text)
-            except ValueError:
-                raise ValueError(f"statistics item {item!r}: the level {text!r} is not a "
-                                 "number") from None
-            level = levelled_item("statistics item", item, kind, level)
+            level, name = _levelled("statistics item", item, kind, text)
             getattr(selection, _LEVELLED[kind][0]).append(level)
-            name = f"{kind}_{level_name(level)}"
         else:
             raise ValueError(f"statistics item {item!r} is not one of mean, stddev, min, max, "
                              "quantile:L, var:L, es:L")
-        if name in given:
-            raise ValueError(f"statistics items {given[name]!r} and {item!r} are the same "
-                             f"item ({name})")
-        given[name] = item
+        _once("statistics item", given, name, item)
         named.append((name, kind, level, "values"))
     if not named:
         raise ValueError("statistics is empty: give None for no statistics")
@@ -95,17 +105,8 @@ def contribution_levels(selection, items: Sequence[str]):
         kind, _, text = str(item).strip().partition(":")
         if kind not in levels or not text:
             raise ValueError(f"contributions item {item!r} is not es:L or var:L")
-        try:
-            level = float(text)
-        except ValueError:
-            raise ValueError(f"contributions item {item!r}: the level {text!r} is not a "
-                             "number") from None
-        level = levelled_item("contributions item", item, kind, level)
-        name = f"{kind}_{level_name(level)}"
-        if name in given:
-            raise ValueError(f"contributions items {given[name]!r} and {item!r} are the same "
-                             f"item ({name})")
-        given[name] = item
+        level, name = _levelled("contributions item", item, kind, text)
+        _once("contributions item", given, name, item)
         levels[kind].append((name, level))
     names, added = [], []
     for kind, field in (("es", selection.es), ("var", selection.var)):

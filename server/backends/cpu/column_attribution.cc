@@ -63,13 +63,13 @@ void AddSliceOn(bool avx512, bool avx2, const SlicePass& s, bool squares) {
   return squares ? AddSlice<true>(s) : AddSlice<false>(s);
 }
 
-// The paths whose values are <= hi, ascending, into `out` (room for rows +
-// kCandidateSlack); returns their count. Without branches: every path is
-// written, the count advances past those kept.
+// The paths from `first` on whose values are <= hi, ascending, into `out`
+// (room for rows + kCandidateSlack); returns their count. Without branches:
+// every path is written, the count advances past those kept.
 constexpr int64_t kCandidateSlack = 16;
-int64_t Candidates(const float* values, int64_t rows, float hi, int32_t* out) {
+int64_t Candidates(const float* values, int64_t first, int64_t rows, float hi, int32_t* out) {
   int64_t n = 0;
-  for (int64_t p = 0; p < rows; ++p) {
+  for (int64_t p = first; p < rows; ++p) {
     out[n] = static_cast<int32_t>(p);
     n += values[p] <= hi ? 1 : 0;
   }
@@ -92,11 +92,7 @@ __attribute__((target("avx512f,popcnt"))) int64_t CandidatesAvx512(const float* 
     n += __builtin_popcount(keep);
     index = _mm512_add_epi32(index, sixteen);
   }
-  for (; p < rows; ++p) {
-    out[n] = static_cast<int32_t>(p);
-    n += values[p] <= hi ? 1 : 0;
-  }
-  return n;
+  return n + Candidates(values, p, rows, hi, out + n);  // the last few
 }
 
 }  // namespace
@@ -130,7 +126,7 @@ void ColumnAttribution::Select(int64_t c, const float* values, const ColumnReduc
     const float lo = band.bounded ? reducer.OrderStatistic(band.first) : 0.0f;
     const float hi = reducer.OrderStatistic(band.last);
     const int64_t count = avx512_ ? CandidatesAvx512(values, in_.paths, hi, candidates_.data())
-                                  : Candidates(values, in_.paths, hi, candidates_.data());
+                                  : Candidates(values, 0, in_.paths, hi, candidates_.data());
     BandPaths(values, candidates_.data(), count, band, lo, hi,
               band_paths_[l].data() + c * band.size());
   }

@@ -32,12 +32,6 @@ class CpuPaths {
 
   const float* st() const { return st_.data(); }
   const float* x() const { return x_; }
-  // X row-major (P x R), of a job with contributions; else null.
-  const float* x_by_path() const { return by_path_.data(); }
-  // dX/dS0 and dX/dsigma row-major (P x R), of a job with delta or vega;
-  // else null.
-  const float* delta_by_path() const { return delta_by_path_.data(); }
-  const float* vega_by_path() const { return vega_by_path_.data(); }
   // What the contributions and sensitivities read (column_attribution.h).
   const AttributionInputs& inputs() const { return inputs_; }
   // X0 (ValuesToday): V0's weights.
