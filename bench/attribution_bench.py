@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""Issue 30's target: the cost of one ES level's Euler contributions against
-the shard GEMMs, at the original example's size (500 issuers, 10,000 paths)
-on the cpu backend, side by side in one run. The same request (the seed
-preset at --scenarios M, stats mean,stddev,var:0.99,es:0.975) is priced
-without and with `--contributions es:0.975` (and, as a third way, with
-`--sensitivities delta,vega` too), interleaved, --repeats times each, on one
-pricerd; the server's own split of device thread-seconds (GEMM, statistics)
-says what each adds. Runs natively (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
-unset in its own commands) and, where the environment pins them, pinned too.
-Prints a table and writes JSON (--out).
+"""Issue 30's targets, side by side in one run on one pricerd (cpu backend):
+
+- cost: one ES level's Euler contributions against the shard GEMMs, at the
+  original example's size (500 issuers, 10,000 paths). The same request (the
+  seed preset at --scenarios M, stats mean,stddev,var:0.99,es:0.975) is
+  priced without and with `--contributions es:0.975` (and, as a third way,
+  with `--sensitivities delta,vega` too); the server's own split of device
+  thread-seconds (GEMM, statistics) says what each adds.
+- streaming: contributions against full output, per byte. With as many paths
+  as issuers (--stream-paths 500) a column's ES contributions (500 float32)
+  are as many bytes as its SC column, so the request with `--contributions
+  es:0.975` and the same request with `--full-out` carry the same payload;
+  each writes its .npy into a scratch folder, and both ask for ES 97.5% (the
+  tail the contributions need), as does the third way, "es only", which
+  streams neither: the difference of wall times says what a byte costs.
+
+The ways are interleaved, --repeats times each. Runs natively (OPENBLAS_CORETYPE
+and OPENBLAS_L2_SIZE unset in its own commands) and, where the environment
+pins them, pinned too; the bare cblas_sgemm rate of the seed shape is
+recorded beside each. Prints tables and writes JSON (--out).
 
     bench/attribution_bench.py --build build --scenarios 100000 --repeats 3
 """
@@ -16,6 +26,7 @@ Prints a table and writes JSON (--out).
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,63 +35,133 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run_benchmarks import Server, environments  # noqa: E402
 
-WAYS = {
+COST_STATS = "mean,stddev,var:0.99,es:0.975"
+COST_WAYS = {
     "stats": [],
-    "es contributions": ["--contributions", "es:0.975"],
-    "+ delta, vega": ["--contributions", "es:0.975", "--sensitivities", "delta,vega"],
+    "es contributions": ["--contributions", "es:0.975", "--contributions-out", "{prefix}"],
+    "+ delta, vega": ["--contributions", "es:0.975", "--sensitivities", "delta,vega",
+                      "--contributions-out", "{prefix}"],
+}
+STREAM_WAYS = {
+    "es only": [],
+    "full output": ["--full-out", "{prefix}.sc.npy"],
+    "es contributions": ["--contributions", "es:0.975", "--contributions-out", "{prefix}"],
 }
 
 
-def measure(build, target, scenarios, flags, scratch, env):
-    prefix = os.path.join(scratch, "contributions")
+def measure(build, target, flags, scratch, env):
+    """One `pricer price` of the seed preset with `flags` (its outputs under
+    `scratch`, removed after): its --json summary's times."""
+    prefix = os.path.join(scratch, "out")
     command = [os.path.join(build, "client", "pricer"), "price", "--target", target,
-               "--preset", "seed", "--scenarios", str(scenarios),
-               "--stats", "mean,stddev,var:0.99,es:0.975", "--json"]
-    if flags:
-        command += flags + ["--contributions-out", prefix]
+               "--preset", "seed", "--json"] + [f.format(prefix=prefix) for f in flags]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
                                         env=env).stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the client's (pricerd still runs)
     for name in os.listdir(scratch):
-        if name.startswith("contributions."):
-            os.remove(os.path.join(scratch, name))
-    return {k: summary[k] for k in ("wall_seconds", "gemm_thread_seconds",
-                                    "statistics_thread_seconds")}
+        os.remove(os.path.join(scratch, name))
+    times = {k: summary[k] for k in ("wall_seconds", "gemm_thread_seconds",
+                                     "statistics_thread_seconds")}
+    times["client_cpu_seconds"] = (after.ru_utime - before.ru_utime +
+                                   after.ru_stime - before.ru_stime)
+    return times
+
+
+def bare_sgemm(build, columns, env):
+    """GFLOP/s of one cblas_sgemm of the seed shape (10,000 x 500 x columns)."""
+    out = subprocess.run([os.path.join(build, "bench", "bare_sgemm"), "--paths", "10000",
+                          "--issuers", "500", "--scenarios", str(columns)],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out)["gflops"]
+
+
+def run_ways(build, ways, repeats, scratch, env):
+    runs = {way: [] for way in ways}
+    with Server(build, env=env) as server:
+        for _ in range(repeats):
+            for way, flags in ways.items():
+                runs[way].append(measure(build, server.target, flags, scratch, env))
+    return runs
+
+
+def median(runs, way, key):
+    return statistics.median(r[key] for r in runs[way])
+
+
+def print_cost(args, results):
+    print(f"cost: {args.scenarios} columns x 10000 paths x 500 issuers, medians of "
+          f"{args.repeats}; thread-seconds as the server splits them")
+    print(f"{'openblas':8} {'sgemm GF/s':>10} {'way':18} {'wall s':>8} {'GEMM':>8} "
+          f"{'stats':>8} {'added / GEMM':>13}")
+    for label, result in results.items():
+        runs = result["cost"]
+        base = median(runs, "stats", "statistics_thread_seconds")
+        for way in COST_WAYS:
+            gemm = median(runs, way, "gemm_thread_seconds")
+            stats = median(runs, way, "statistics_thread_seconds")
+            added = "" if way == "stats" else f"{(stats - base) / gemm:13.1%}"
+            print(f"{label:8} {result['sgemm_gflops']:10.0f} {way:18} "
+                  f"{median(runs, way, 'wall_seconds'):8.2f} {gemm:8.2f} {stats:8.2f} {added}")
+
+
+def print_stream(args, results):
+    payload = 4.0 * args.stream_paths * args.stream_scenarios
+    print(f"\nstreaming: {args.stream_scenarios} columns x {args.stream_paths} paths x 500 "
+          f"issuers, {payload / 1e6:.0f} MB of float32 payload either way, medians of "
+          f"{args.repeats}")
+    print("added: over 'es only'; server stats: the server's statistics thread-seconds (the "
+          "contributions' gather-sums are counted there)")
+    print(f"{'openblas':8} {'way':18} {'wall s':>8} {'MB/s':>6} {'added s/GB':>10} "
+          f"{'client CPU s/GB':>15} {'server stats s':>14}")
+    gb = payload / 1e9
+    for label, result in results.items():
+        runs = result["stream"]
+        base = {key: median(runs, "es only", key)
+                for key in ("wall_seconds", "client_cpu_seconds", "statistics_thread_seconds")}
+        added = {}
+        for way in STREAM_WAYS:
+            wall, stats = (median(runs, way, key) for key in ("wall_seconds",
+                                                              "statistics_thread_seconds"))
+            cpu = median(runs, way, "client_cpu_seconds")
+            added[way] = {"wall": (wall - base["wall_seconds"]) / gb,
+                          "client": (cpu - base["client_cpu_seconds"]) / gb}
+            rate = "" if way == "es only" else f"{payload / 1e6 / wall:6.0f}"
+            print(f"{label:8} {way:18} {wall:8.2f} {rate:>6} {added[way]['wall']:10.2f} "
+                  f"{added[way]['client']:15.2f} {stats:14.2f}")
+        result["per_byte_vs_full"] = {
+            key: added["es contributions"][key] / added["full output"][key]
+            for key in ("wall", "client")}
+        print(f"{label:8} contributions / full output per byte: added wall "
+              f"{result['per_byte_vs_full']['wall']:.2f}, client CPU "
+              f"{result['per_byte_vs_full']['client']:.2f}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build")
     parser.add_argument("--scenarios", type=int, default=100000)
+    parser.add_argument("--stream-scenarios", type=int, default=200000)
+    parser.add_argument("--stream-paths", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="bench-results/attribution.json")
     args = parser.parse_args()
+    cost = {way: [f"--scenarios={args.scenarios}", "--stats", COST_STATS] + flags
+            for way, flags in COST_WAYS.items()}
+    stream = {way: [f"--scenarios={args.stream_scenarios}", f"--paths={args.stream_paths}",
+                    "--stats", "es:0.975"] + flags for way, flags in STREAM_WAYS.items()}
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         for label, env in environments()[0].items():
-            runs = {way: [] for way in WAYS}
-            with Server(args.build, env=env) as server:
-                for _ in range(args.repeats):
-                    for way, flags in WAYS.items():
-                        runs[way].append(measure(args.build, server.target, args.scenarios,
-                                                 flags, scratch, env))
-            results[label] = runs
+            results[label] = {"sgemm_gflops": bare_sgemm(args.build, 20000, env),
+                              "cost": run_ways(args.build, cost, args.repeats, scratch, env),
+                              "stream": run_ways(args.build, stream, args.repeats, scratch, env)}
+    print_cost(args, results)
+    print_stream(args, results)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as out:
-        json.dump({"scenarios": args.scenarios, "runs": results}, out, indent=1)
-    print(f"{args.scenarios} columns x 10000 paths x 500 issuers, medians of {args.repeats}; "
-          "thread-seconds as the server splits them")
-    print(f"{'openblas':8} {'way':18} {'wall s':>8} {'GEMM':>8} {'stats':>8} "
-          f"{'added / GEMM':>13}")
-    for label, runs in results.items():
-        def median(way, key):
-            return statistics.median(r[key] for r in runs[way])
-        base = median("stats", "statistics_thread_seconds")
-        for way in WAYS:
-            gemm = median(way, "gemm_thread_seconds")
-            stats = median(way, "statistics_thread_seconds")
-            added = "" if way == "stats" else f"{(stats - base) / gemm:13.1%}"
-            print(f"{label:8} {way:18} {median(way, 'wall_seconds'):8.2f} {gemm:8.2f} "
-                  f"{stats:8.2f} {added}")
+        json.dump({"scenarios": args.scenarios, "stream_scenarios": args.stream_scenarios,
+                   "stream_paths": args.stream_paths, "results": results}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@
 //    full-output chunk (P = 10,000, 103 columns: the ~4 MiB a full-mode reply
 //    carries) and a statistics chunk (2,000 columns, mean/stddev/VaR/ES);
 //    bytes/s are serialized reply bytes per second; and EncodeReply, what the
-//    service sends now (the values a slice of the chunk's buffer, not copied).
+//    service sends now (the values a slice of the chunk's buffer, not copied),
+//    for those two and a chunk of one ES level's contributions (500 rows x
+//    2,000 columns, slices of its shard's array too).
 //  - the Cholesky factor of a job's correlation matrix (its preparation).
 //  - a generated scenario block: the 500 x 256 block of A that the cpu device
 //    makes before each block's GEMM (ScenarioMatrix::CopyColumns of the seed
@@ -191,8 +193,25 @@ void BM_EncodeReplyFullChunk(benchmark::State& state) {
 void BM_EncodeReplyStatsChunk(benchmark::State& state) {
   EncodeRaw(state, MakeChunk(10'000, 2'000, false, StatsSelection()), StatsSelection());
 }
+// One ES level's contributions to the seed's 500 issuers, 2,000 columns (the
+// ~4 MiB a reply carries), ranges of a shard's arrays as the engine cuts them:
+// issue 30's "at the full-output rate per byte" against BM_EncodeReplyFullChunk.
+void BM_EncodeReplyContributionsChunk(benchmark::State& state) {
+  StatisticsSelection selection = StatsSelection();
+  selection.es_contributions = {0.99};
+  const int64_t columns = 2'000, issuers = 500;
+  ResultChunk chunk = MakeChunk(10'000, columns, false, selection);
+  ColumnStatistics shard;
+  shard.Resize(selection, 2 * columns, issuers);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> value(0.0f, 1.0f);
+  for (float& v : shard.contributions[0]) v = value(rng);
+  chunk.contributions = ContributionBlocks::Take(&shard).Range(columns, columns);
+  EncodeRaw(state, chunk, selection);
+}
 BENCHMARK(BM_EncodeReplyFullChunk)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EncodeReplyStatsChunk)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EncodeReplyContributionsChunk)->Unit(benchmark::kMicrosecond);
 
 // The Cholesky factor of an n x n correlation (equicorrelated, rho = 0.3),
 // blocked with a stop poll before each block as a job's preparation runs it.

@@ -8,45 +8,21 @@
 #include "common/status_macros.h"
 
 namespace pricer {
-namespace {
-
-using Part = ContributionFile::Part;
-
-// The bytes of `part` in a chunk's Contributions.
-const std::string& BytesOf(const v1::Contributions& c, Part part) {
-  switch (part) {
-    case Part::kValues:
-      return c.values();
-    case Part::kErrors:
-      return c.standard_errors();
-    case Part::kDelta:
-      return c.delta();
-    case Part::kDeltaErrors:
-      return c.delta_standard_errors();
-    case Part::kVega:
-      return c.vega();
-    case Part::kVegaErrors:
-      return c.vega_standard_errors();
-  }
-  return c.values();
-}
-
-}  // namespace
-
 std::vector<ContributionFile> ContributionFilesOf(const std::string& prefix,
                                                   const std::vector<StatisticItem>& levels,
                                                   bool errors, bool delta, bool vega) {
   std::vector<ContributionFile> files;
   if (prefix.empty()) return files;
+  using C = v1::Contributions;
   for (size_t l = 0; l < levels.size(); ++l) {
-    for (auto [asked, name, part, error_part] :
-         {std::tuple{true, "", Part::kValues, Part::kErrors},
-          std::tuple{delta, ".delta", Part::kDelta, Part::kDeltaErrors},
-          std::tuple{vega, ".vega", Part::kVega, Part::kVegaErrors}}) {
+    for (auto [asked, name, field, error_field] :
+         {std::tuple{true, "", C::kValuesFieldNumber, C::kStandardErrorsFieldNumber},
+          std::tuple{delta, ".delta", C::kDeltaFieldNumber, C::kDeltaStandardErrorsFieldNumber},
+          std::tuple{vega, ".vega", C::kVegaFieldNumber, C::kVegaStandardErrorsFieldNumber}}) {
       if (!asked) continue;
       const std::string stem = absl::StrCat(prefix, ".", levels[l].name, name);
-      files.push_back({stem + ".npy", static_cast<int>(l), part});
-      if (errors) files.push_back({stem + ".se.npy", static_cast<int>(l), error_part});
+      files.push_back({stem + ".npy", static_cast<int>(l), field});
+      if (errors) files.push_back({stem + ".se.npy", static_cast<int>(l), error_field});
     }
   }
   return files;
@@ -65,9 +41,11 @@ absl::Status ContributionFiles::Open(bool reopen, int64_t rows, int64_t issuers,
   return absl::OkStatus();
 }
 
-absl::Status ContributionFiles::Write(const v1::ResultChunk& chunk, int64_t begin, int64_t count) {
+absl::Status ContributionFiles::Write(const v1::ResultChunk& chunk,
+                                      const std::vector<ContributionArrays>& arrays, int64_t begin,
+                                      int64_t count) {
   if (files_.empty()) return absl::OkStatus();
-  if (chunk.contributions_size() != levels_) {
+  if (chunk.contributions_size() != levels_ || std::ssize(arrays) != levels_) {
     return absl::InternalError(absl::StrCat(chunk.contributions_size(), " contributed levels for ",
                                             levels_, " asked for"));
   }
@@ -75,14 +53,14 @@ absl::Status ContributionFiles::Write(const v1::ResultChunk& chunk, int64_t begi
     const ContributionFile& file = files_[f];
     const v1::Contributions& c = chunk.contributions(file.level);
     const int64_t rows = file.per_issuer() ? issuers_ : rows_;
-    const std::string& bytes = BytesOf(c, file.part);
-    if ((file.per_issuer() ? c.issuers() : c.rows()) != rows ||
-        static_cast<int64_t>(bytes.size()) != rows * count * 4) {
-      return absl::InternalError(absl::StrCat("contributions of ", bytes.size(), " bytes for ",
-                                              count, " columns of ", rows, " rows (", file.path,
-                                              ")"));
+    const auto array = arrays[static_cast<size_t>(file.level)].find(file.field);
+    const int64_t size =
+        array == arrays[static_cast<size_t>(file.level)].end() ? 0 : array->second.size();
+    if ((file.per_issuer() ? c.issuers() : c.rows()) != rows || size != rows * count * 4) {
+      return absl::InternalError(absl::StrCat("contributions of ", size, " bytes for ", count,
+                                              " columns of ", rows, " rows (", file.path, ")"));
     }
-    RETURN_IF_ERROR(writers_[f].WriteColumns(begin, count, BytePieces{bytes}));
+    RETURN_IF_ERROR(writers_[f].WriteColumns(begin, count, array->second.pieces()));
   }
   return absl::OkStatus();
 }

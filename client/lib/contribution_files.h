@@ -11,18 +11,23 @@
 
 #include "absl/status/status.h"
 #include "client/lib/npy.h"
+#include "client/lib/reply_decoding.h"
 #include "client/lib/statistics_list.h"
 #include "pricer/v1/pricer.pb.h"
 
 namespace pricer {
 
-// One file: a part of a contributed level's results.
+// One file: an array of a contributed level's results.
 struct ContributionFile {
-  enum class Part { kValues, kErrors, kDelta, kDeltaErrors, kVega, kVegaErrors };
   std::string path;
   int level = 0;  // among the chunk's Contributions
-  Part part = Part::kValues;
-  bool per_issuer() const { return part != Part::kValues && part != Part::kErrors; }
+  // Which array: a v1::Contributions bytes field (kValuesFieldNumber, ...).
+  int field = v1::Contributions::kValuesFieldNumber;
+  // The sensitivities have a row per issuer, the contributions per row of A.
+  bool per_issuer() const {
+    return field != v1::Contributions::kValuesFieldNumber &&
+           field != v1::Contributions::kStandardErrorsFieldNumber;
+  }
 };
 
 // PREFIX.NAME.npy (and .se.npy with errors), PREFIX.NAME.delta.npy,
@@ -39,10 +44,12 @@ class ContributionFiles {
   // Creates the files (or, with `reopen`, opens an interrupted run's): A's
   // `rows` or the `issuers` x `columns`.
   absl::Status Open(bool reopen, int64_t rows, int64_t issuers, int64_t columns);
-  // Writes a chunk's contributions at column offset `begin` (`count`
-  // columns). INTERNAL when the chunk's contributions do not fit the files
-  // (their number, rows or sizes), else a file's failure.
-  absl::Status Write(const v1::ResultChunk& chunk, int64_t begin, int64_t count);
+  // Writes a chunk's contributions (`arrays`, decoded apart from `chunk`:
+  // reply_decoding.h) at column offset `begin` (`count` columns), from where
+  // they lie. INTERNAL when they do not fit the files (their number, rows or
+  // sizes), else a file's failure.
+  absl::Status Write(const v1::ResultChunk& chunk, const std::vector<ContributionArrays>& arrays,
+                     int64_t begin, int64_t count);
   absl::Status Close();
 
  private:

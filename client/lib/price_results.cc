@@ -77,7 +77,7 @@ grpc::Status PriceResults::OnReply(const ReceivedReply& received) {
     case v1::PriceReply::kAccepted:
       return OnAccepted(reply.accepted());
     case v1::PriceReply::kChunk:
-      return OnChunk(reply.chunk(), &received.values);
+      return OnChunk(reply.chunk(), &received);
     case v1::PriceReply::kPrices:
       return OnPathColumns(prices_, reply.prices().issuer_begin(), reply.prices().issuer_end(),
                            accepted_.issuers(), reply.prices().rows(), received.values,
@@ -188,7 +188,8 @@ grpc::Status PriceResults::CheckRows(const v1::ResultChunk& chunk) const {
                         : ""));
 }
 
-grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values) {
+grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ReceivedReply* received) {
+  const ValueBytes* values = received != nullptr ? &received->values : nullptr;
   const int64_t begin = chunk.column_begin() - accepted_.column_begin();
   const int64_t count = chunk.column_end() - chunk.column_begin();
   if (begin < 0 || count <= 0 || begin + count > ColumnsLocked()) {
@@ -205,8 +206,8 @@ grpc::Status PriceResults::OnChunk(const v1::ResultChunk& chunk, const ValueByte
       return FileFailed(s);
     }
   }
-  if (values != nullptr) {
-    const absl::Status s = contributions_.Write(chunk, begin, count);
+  if (received != nullptr) {
+    const absl::Status s = contributions_.Write(chunk, received->contributions, begin, count);
     if (absl::IsInternal(s)) return Contradiction(std::string(s.message()));
     if (!s.ok()) return FileFailed(s);
   }

@@ -129,8 +129,9 @@ class PriceResults {
   grpc::Status OnAccepted(const v1::JobAccepted& accepted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Remembers a file's failure (the first) and stops the call.
   grpc::Status FileFailed(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `values`: the chunk's; null for a chunk of Restore, whose values are in the file.
-  grpc::Status OnChunk(const v1::ResultChunk& chunk, const ValueBytes* values)
+  // `received`: the reply `chunk` came in (its values and contributions);
+  // null for a chunk of Restore, whose arrays are in the files.
+  grpc::Status OnChunk(const v1::ResultChunk& chunk, const ReceivedReply* received)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Columns [begin, end) of ST or V (of `columns`, `rows` each) into
   // `writer`, when it is open; `what` names the chunk in a contradiction.

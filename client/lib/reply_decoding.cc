@@ -1,6 +1,7 @@
 #include "client/lib/reply_decoding.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -171,6 +172,105 @@ std::string ValueBytes::ToString() const {
   return text;
 }
 
+namespace {
+
+using Slices = std::shared_ptr<const std::vector<grpc::Slice>>;
+
+// The bytes of a length-delimited field whose tag was read, ending by `end`,
+// uncopied.
+bool TakeBytes(Cursor& in, int64_t end, const Slices& slices, ValueBytes* bytes) {
+  uint64_t size = 0;
+  if (!in.ReadLength(end, &size)) return false;
+  BytePieces pieces;
+  in.Take(static_cast<int64_t>(size), nullptr, &pieces);
+  *bytes = ValueBytes(slices, std::move(pieces));
+  return true;
+}
+
+// A field of `length` bytes: its tag (`raw_tag`), length and `bytes`.
+void AppendField(const std::string& raw_tag, const std::string& bytes, std::string* out) {
+  *out += raw_tag;
+  AppendVarint(bytes.size(), out);
+  *out += bytes;
+}
+
+// The rest of a message field (its tag `raw_tag` read) that ends by `end`:
+// its length-delimited fields that `array(field number)` names go to
+// `arrays[field number]` uncopied; `nested(field number, ...)` reads those it
+// takes (nullopt for the others; else whether they were well formed); the
+// others are copied to `out` as the field, its length counting only them.
+template <typename IsArray, typename Nested>
+bool DecodeMessage(Cursor& in, int64_t end, const std::string& raw_tag, const Slices& slices,
+                   IsArray array, Nested nested, std::map<int, ValueBytes>* arrays,
+                   std::string* out) {
+  uint64_t length = 0;
+  if (!in.ReadLength(end, &length)) return false;
+  const int64_t message_end = in.position() + static_cast<int64_t>(length);
+  std::string inner, tag_bytes;
+  while (in.position() < message_end) {
+    uint64_t tag = 0;  // a tag that runs past the end is refused
+    if (!ReadTag(in, &tag, &tag_bytes) || in.position() > message_end) return false;
+    const auto field = static_cast<int>(tag >> 3);
+    const bool delimited = (tag & 7) == kLengthDelimited;
+    if (delimited && array(field)) {
+      if (!TakeBytes(in, message_end, slices, &(*arrays)[field])) return false;
+      continue;
+    }
+    if (delimited) {
+      if (const std::optional<bool> taken = nested(field, in, message_end, tag_bytes, &inner)) {
+        if (!*taken) return false;
+        continue;
+      }
+    }
+    if (!CopyField(tag, tag_bytes, message_end, in, &inner)) return false;
+  }
+  AppendField(raw_tag, inner, out);
+  return true;
+}
+
+// The bytes fields of a v1::Contributions: its arrays.
+bool IsContributionArray(int field) {
+  using C = v1::Contributions;
+  for (int array : {C::kValuesFieldNumber, C::kStandardErrorsFieldNumber, C::kDeltaFieldNumber,
+                    C::kDeltaStandardErrorsFieldNumber, C::kVegaFieldNumber,
+                    C::kVegaStandardErrorsFieldNumber}) {
+    if (field == array) return true;
+  }
+  return false;
+}
+
+// Nothing is nested in the message.
+std::optional<bool> NoneNested(int, Cursor&, int64_t, const std::string&, std::string*) {
+  return std::nullopt;
+}
+
+// A oneof member of the reply (its tag `raw_tag` read) whose values are
+// field `values_field`: those values, and a chunk's contributions' arrays,
+// into `reply`, the rest copied to `rest`.
+bool DecodeMember(Cursor& in, const std::string& raw_tag, bool chunk, int values_field,
+                  const Slices& slices, std::string* rest, ReceivedReply* reply) {
+  // A chunk's contributions, their arrays apart.
+  auto contributions = [&](int field, Cursor& cursor, int64_t end, const std::string& tag,
+                           std::string* out) -> std::optional<bool> {
+    if (!chunk || field != v1::ResultChunk::kContributionsFieldNumber) return std::nullopt;
+    return DecodeMessage(cursor, end, tag, slices, IsContributionArray, NoneNested,
+                         &reply->contributions.emplace_back(), out);
+  };
+  std::map<int, ValueBytes> values;
+  if (!DecodeMessage(
+          in, in.total(), raw_tag, slices, [&](int field) { return field == values_field; },
+          contributions, &values, rest)) {
+    return false;
+  }
+  if (values.count(values_field) > 0) reply->values = values[values_field];
+  return true;
+}
+
+}  // namespace
+
+ValueBytes::ValueBytes(std::shared_ptr<const std::vector<grpc::Slice>> slices, BytePieces pieces)
+    : slices_(std::move(slices)), pieces_(std::move(pieces)), size_(PiecesSize(pieces_)) {}
+
 absl::Status DecodeReply(const grpc::ByteBuffer& buffer, ReceivedReply* reply) {
   auto slices = std::make_shared<std::vector<grpc::Slice>>();
   if (!buffer.Valid() || !buffer.Dump(slices.get()).ok()) return NotAReply(0);
@@ -179,53 +279,31 @@ absl::Status DecodeReply(const grpc::ByteBuffer& buffer, ReceivedReply* reply) {
     all.emplace_back(reinterpret_cast<const char*>(slice.begin()), slice.size());
   }
   Cursor in(std::move(all));
-  std::string rest;  // the reply without its values, for protobuf to parse
-  ValueBytes values;
-  uint64_t values_owner = 0;  // the oneof field whose values `values` are
+  std::string rest;  // the reply without its arrays, for protobuf to parse
+  ReceivedReply decoded;
+  uint64_t owner = 0;  // the oneof field whose arrays `decoded` holds
   std::string raw_tag;
   while (!in.AtEnd()) {
     uint64_t tag = 0;
     if (!ReadTag(in, &tag, &raw_tag)) return NotAReply(in.position());
     const uint64_t field = tag >> 3;
     const bool message = (tag & 7) == kLengthDelimited;
-    // Another member of the oneof replaces the one before, values and all.
-    if (message && InOneof(field) && field != values_owner) {
-      values = ValueBytes();
-      values_owner = field;
+    // Another member of the oneof replaces the one before, arrays and all.
+    if (message && InOneof(field) && field != owner) {
+      decoded.values = ValueBytes();
+      decoded.contributions.clear();
+      owner = field;
     }
     const int values_field = message ? ValuesFieldOf(field) : 0;
     if (values_field == 0) {
       if (!CopyField(tag, raw_tag, in.total(), in, &rest)) return NotAReply(in.position());
-      continue;
+    } else if (!DecodeMember(in, raw_tag, field == v1::PriceReply::kChunkFieldNumber, values_field,
+                             slices, &rest, &decoded)) {
+      return NotAReply(in.position());
     }
-    uint64_t length = 0;
-    if (!in.ReadLength(in.total(), &length)) return NotAReply(in.position());
-    const int64_t end = in.position() + static_cast<int64_t>(length);
-    const std::string outer_tag = raw_tag;
-    std::string inner;
-    while (in.position() < end) {
-      uint64_t inner_tag = 0;  // a tag that runs past `end` is refused
-      if (!ReadTag(in, &inner_tag, &raw_tag) || in.position() > end) {
-        return NotAReply(in.position());
-      }
-      if (inner_tag >> 3 != static_cast<uint64_t>(values_field) ||
-          (inner_tag & 7) != kLengthDelimited) {
-        if (!CopyField(inner_tag, raw_tag, end, in, &inner)) return NotAReply(in.position());
-        continue;
-      }
-      uint64_t size = 0;
-      if (!in.ReadLength(end, &size)) return NotAReply(in.position());
-      values = ValueBytes();
-      values.slices_ = slices;
-      values.size_ = static_cast<int64_t>(size);
-      in.Take(values.size_, nullptr, &values.pieces_);
-    }
-    rest += outer_tag;
-    AppendVarint(inner.size(), &rest);
-    rest += inner;
   }
-  if (!reply->message.ParseFromString(rest)) return NotAReply(in.position());
-  reply->values = std::move(values);
+  if (!decoded.message.ParseFromString(rest)) return NotAReply(in.position());
+  *reply = std::move(decoded);
   return absl::OkStatus();
 }
 

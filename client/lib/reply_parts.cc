@@ -60,8 +60,16 @@ ReceivedReply ChunkPart(const ReceivedReply& chunk, int64_t begin, int64_t end) 
   if (whole.has_statistics()) {
     *cut->mutable_statistics() = CutStatistics(whole.statistics(), offset, end - begin);
   }
-  part.values = CutValues(chunk.values, offset, offset + end - begin,
-                          whole.column_end() - whole.column_begin());
+  const int64_t columns = whole.column_end() - whole.column_begin();
+  part.values = CutValues(chunk.values, offset, offset + end - begin, columns);
+  // The contributions' levels (their arrays apart) and their arrays' columns.
+  *cut->mutable_contributions() = whole.contributions();
+  for (const ContributionArrays& level : chunk.contributions) {
+    ContributionArrays& into = part.contributions.emplace_back();
+    for (const auto& [field, bytes] : level) {
+      into[field] = CutValues(bytes, offset, offset + end - begin, columns);
+    }
+  }
   return part;
 }
 

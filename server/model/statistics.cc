@@ -46,10 +46,9 @@ int64_t ColumnStatistics::values() const {
 
 int64_t ColumnStatistics::bytes() const {
   size_t floats = 0;
-  for (const auto* levels :
-       {&contributions, &contributions_se, &delta, &delta_se, &vega, &vega_se}) {
-    for (const auto& level : *levels) floats += level.size();
-  }
+  ForEachContributionBlock(*this, *this, [&](const auto& levels, const auto&, int64_t) {
+    for (const auto& level : levels) floats += level.size();
+  });
   return values() * static_cast<int64_t>(sizeof(double)) +
          static_cast<int64_t>(floats * sizeof(float));
 }
@@ -104,22 +103,6 @@ void ColumnStatistics::AppendRange(const ColumnStatistics& other, int64_t first,
         std::pair{&var_hi, &other.var_hi}, std::pair{&es_se, &other.es_se}}) {
     to->resize(from->size());
     for (size_t l = 0; l < from->size(); ++l) Append((*to)[l], (*from)[l], first, count);
-  }
-  // A column of contributions is contribution_rows values, of
-  // sensitivities sensitivity_rows.
-  contribution_rows = other.contribution_rows;
-  sensitivity_rows = other.sensitivity_rows;
-  for (auto [to, from, rows] :
-       {std::tuple{&contributions, &other.contributions, contribution_rows},
-        std::tuple{&contributions_se, &other.contributions_se, contribution_rows},
-        std::tuple{&delta, &other.delta, sensitivity_rows},
-        std::tuple{&delta_se, &other.delta_se, sensitivity_rows},
-        std::tuple{&vega, &other.vega, sensitivity_rows},
-        std::tuple{&vega_se, &other.vega_se, sensitivity_rows}}) {
-    to->resize(from->size());
-    for (size_t l = 0; l < from->size(); ++l) {
-      Append((*to)[l], (*from)[l], first * rows, count * rows);
-    }
   }
 }
 

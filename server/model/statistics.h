@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "server/model/host_device.h"
@@ -114,9 +115,26 @@ struct ColumnStatistics {
   // `issuers`.
   void Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows = 0,
               int64_t issuers = 0);
-  // Appends columns [first, first + count) of `other`.
+  // Appends columns [first, first + count) of `other`'s statistics (not
+  // its contributions: a chunk holds them as ContributionBlocks).
   void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);
 };
+
+// Each float32 block array of `a` paired with `b`'s (each a ColumnStatistics
+// or a result_stream.h ContributionBlocks: the same names), and b's values per
+// column: body(a's levels, b's levels, rows).
+template <typename A, typename B, typename Body>
+void ForEachContributionBlock(A& a, B& b, Body body) {
+  for (auto [to, from, rows] :
+       {std::tuple{&a.contributions, &b.contributions, b.contribution_rows},
+        std::tuple{&a.contributions_se, &b.contributions_se, b.contribution_rows},
+        std::tuple{&a.delta, &b.delta, b.sensitivity_rows},
+        std::tuple{&a.delta_se, &b.delta_se, b.sensitivity_rows},
+        std::tuple{&a.vega, &b.vega, b.sensitivity_rows},
+        std::tuple{&a.vega_se, &b.vega_se, b.sensitivity_rows}}) {
+    body(*to, *from, rows);
+  }
+}
 
 // V0 of `count` columns of positions (column-major, `issuers` rows each):
 // v0[j] = sum_i positions[i, j] spot[i] in float64 in the order of i, four

@@ -240,14 +240,16 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   job.RecordOutput(0, output.gemm_seconds, output.statistics_seconds);
   const int64_t paths = spec.paths;
   const int64_t chunk_columns = job.plan().chunk_columns;
-  // The chunks are ranges of the shard's values, not copies; the buffer goes
-  // back to its pool when the last of them has been sent.
+  // The chunks are ranges of the shard's values and contributions, not
+  // copies; the values' buffer goes back to its pool when the last of them
+  // has been sent.
   SharedFloats values = std::move(output.owned_values);
   if (!values.empty()) {
     (void)job.shard_buffers().Share(std::move(output.values));  // unused: back to the pool
   } else if (spec.output.full) {
     values = SharedFloats(job.shard_buffers().Share(std::move(output.values)));
   }
+  const ContributionBlocks contributions = ContributionBlocks::Take(&output.statistics);
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += chunk_columns) {
     ResultChunk chunk;
     chunk.begin = begin;
@@ -262,6 +264,7 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
     if (spec.output.statistics.any()) {
       chunk.statistics.AppendRange(output.statistics, offset, count);
     }
+    if (!contributions.empty()) chunk.contributions = contributions.Range(offset, count);
     job.RecordOutput(chunk.payload_bytes(), 0, 0);
     job.results().Push(std::move(chunk));
   }

@@ -14,8 +14,45 @@ SharedFloats::SharedFloats(std::shared_ptr<const std::vector<float>> buffer, siz
                            size_t count)
     : SharedFloats(std::shared_ptr<const void>(buffer), buffer->data() + offset, count) {}
 
+ContributionBlocks ContributionBlocks::Take(ColumnStatistics* statistics) {
+  ContributionBlocks blocks;
+  blocks.contribution_rows = statistics->contribution_rows;
+  blocks.sensitivity_rows = statistics->sensitivity_rows;
+  ForEachContributionBlock(
+      blocks, *statistics,
+      [](std::vector<SharedFloats>& to, std::vector<std::vector<float>>& from, int64_t) {
+        for (std::vector<float>& level : from) to.emplace_back(std::move(level));
+        from.clear();
+      });
+  return blocks;
+}
+
+ContributionBlocks ContributionBlocks::Range(int64_t first, int64_t count) const {
+  ContributionBlocks range;
+  range.contribution_rows = contribution_rows;
+  range.sensitivity_rows = sensitivity_rows;
+  ForEachContributionBlock(
+      range, *this,
+      [&](std::vector<SharedFloats>& to, const std::vector<SharedFloats>& from, int64_t rows) {
+        for (const SharedFloats& level : from) {
+          to.push_back(
+              level.Range(static_cast<size_t>(first * rows), static_cast<size_t>(count * rows)));
+        }
+      });
+  return range;
+}
+
+int64_t ContributionBlocks::bytes() const {
+  size_t floats = 0;
+  ForEachContributionBlock(*this, *this, [&](const auto& levels, const auto&, int64_t) {
+    for (const SharedFloats& level : levels) floats += level.size();
+  });
+  return static_cast<int64_t>(floats * sizeof(float));
+}
+
 int64_t ResultChunk::payload_bytes() const {
-  return static_cast<int64_t>(values.size() * sizeof(float)) + statistics.bytes();
+  return static_cast<int64_t>(values.size() * sizeof(float)) + statistics.bytes() +
+         contributions.bytes();
 }
 
 namespace {

@@ -56,6 +56,24 @@ class SharedFloats {
   size_t size_ = 0;
 };
 
+// A chunk's contributions and sensitivities: ColumnStatistics' float32
+// blocks (the same names and layout: per contributed level, rows x columns,
+// column-major), as ranges of its shard's arrays, not copies; a reply sends
+// each from where it lies, as it sends a chunk's values.
+struct ContributionBlocks {
+  int64_t contribution_rows = 0;  // A's rows
+  int64_t sensitivity_rows = 0;   // the issuers
+  std::vector<SharedFloats> contributions, contributions_se, delta, delta_se, vega, vega_se;
+
+  // Takes the blocks of `statistics` (a shard's output; moved, not copied),
+  // leaving it without them.
+  static ContributionBlocks Take(ColumnStatistics* statistics);
+  // Columns [first, first + count) of these.
+  ContributionBlocks Range(int64_t first, int64_t count) const;
+  int64_t bytes() const;
+  bool empty() const { return contributions.empty(); }
+};
+
 struct ResultChunk {
   // kRoundStarted: a round of a targeted request (targeted_run.h) starts; it
   // prices `round_columns` columns with `rows` paths, computing [begin, end).
@@ -68,7 +86,8 @@ struct ResultChunk {
   int64_t round = 0;
   int64_t round_columns = 0;
   SharedFloats values;          // column-major, empty when not requested
-  ColumnStatistics statistics;  // empty when not requested
+  ColumnStatistics statistics;  // empty when not requested; its blocks are in `contributions`
+  ContributionBlocks contributions;
 
   int64_t payload_bytes() const;
 };

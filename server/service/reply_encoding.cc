@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "server/model/attribution.h"
@@ -16,13 +17,6 @@ namespace pricer {
 namespace {
 
 using google::protobuf::internal::WireFormatLite;
-
-// The field numbers the encoding writes by hand (pricer.proto).
-constexpr int kReplyChunkField = 2;   // PriceReply.chunk
-constexpr int kReplyPricesField = 3;  // PriceReply.prices
-constexpr int kReplyValuesField = 6;  // PriceReply.values
-// ResultChunk.values, TerminalPricesChunk.values, InstrumentValuesChunk.values
-constexpr int kValuesField = 4;
 
 // A slice over `owner`'s bytes that deletes `owner` once gRPC is done with it.
 template <typename T>
@@ -36,15 +30,6 @@ grpc::Slice StringSlice(std::string bytes) {
   char* data = owner->data();
   const size_t size = owner->size();
   return OwningSlice(std::move(owner), data, size);
-}
-
-// The tag and length of a length-delimited field of `length` bytes.
-void AppendHeader(int field, size_t length, std::string* out) {
-  uint8_t bytes[16];
-  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
-      WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), bytes);
-  end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(length, end);
-  out->append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
 }
 
 // The column range of a chunk of ST's or V's columns.
@@ -66,30 +51,103 @@ void ToPathColumns(const ResultChunk& chunk, const char* bytes, size_t size, Mes
   if (size > 0) out->set_values(bytes, size);
 }
 
-// A chunk's contributions (ColumnStatistics::contributions) into `out`.
-void ToContributions(const ColumnStatistics& s, const StatisticsSelection& selection, int64_t paths,
-                     v1::ResultChunk* out) {
-  const std::vector<TailBand> bands = ContributionBands(selection, paths);
-  for (size_t l = 0; l < s.contributions.size(); ++l) {
-    v1::Contributions* c = out->add_contributions();
-    const size_t es_levels = selection.es_contributions.size();
-    const bool es = l < es_levels;
-    c->set_measure(es ? v1::Contributions::MEASURE_ES : v1::Contributions::MEASURE_VAR);
-    c->set_level(es ? selection.es_contributions[l] : selection.var_contributions[l - es_levels]);
-    c->set_rows(s.contribution_rows);
-    c->set_band_paths(bands[l].size());
-    auto bytes = [](const std::vector<float>& v) {
-      return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-    };
-    c->set_values(bytes(s.contributions[l]));
-    if (l < s.contributions_se.size()) c->set_standard_errors(bytes(s.contributions_se[l]));
-    c->set_issuers(s.sensitivity_rows);
-    if (l < s.delta.size()) c->set_delta(bytes(s.delta[l]));
-    if (l < s.delta_se.size()) c->set_delta_standard_errors(bytes(s.delta_se[l]));
-    if (l < s.vega.size()) c->set_vega(bytes(s.vega[l]));
-    if (l < s.vega_se.size()) c->set_vega_standard_errors(bytes(s.vega_se[l]));
+// Level `l` of `blocks` without its arrays: which level, and the blocks'
+// shapes.
+v1::Contributions ContributionsHeader(const ContributionBlocks& blocks,
+                                      const StatisticsSelection& selection, int64_t paths,
+                                      size_t l) {
+  v1::Contributions c;
+  const size_t es_levels = selection.es_contributions.size();
+  const bool es = l < es_levels;
+  c.set_measure(es ? v1::Contributions::MEASURE_ES : v1::Contributions::MEASURE_VAR);
+  c.set_level(es ? selection.es_contributions[l] : selection.var_contributions[l - es_levels]);
+  c.set_rows(blocks.contribution_rows);
+  c.set_band_paths(ContributionBands(selection, paths)[l].size());
+  c.set_issuers(blocks.sensitivity_rows);
+  return c;
+}
+
+// The arrays of level `l` of `blocks`, in field order: body(field number,
+// its accessor, the floats).
+template <typename Body>
+void ForEachContributionArray(const ContributionBlocks& blocks, size_t l, Body body) {
+  using C = v1::Contributions;
+  for (auto [field, mutable_field, levels] :
+       {std::tuple{C::kValuesFieldNumber, &C::mutable_values, &blocks.contributions},
+        std::tuple{C::kStandardErrorsFieldNumber, &C::mutable_standard_errors,
+                   &blocks.contributions_se},
+        std::tuple{C::kDeltaFieldNumber, &C::mutable_delta, &blocks.delta},
+        std::tuple{C::kDeltaStandardErrorsFieldNumber, &C::mutable_delta_standard_errors,
+                   &blocks.delta_se},
+        std::tuple{C::kVegaFieldNumber, &C::mutable_vega, &blocks.vega},
+        std::tuple{C::kVegaStandardErrorsFieldNumber, &C::mutable_vega_standard_errors,
+                   &blocks.vega_se}}) {
+    if (l < levels->size()) body(field, mutable_field, (*levels)[l]);
   }
 }
+
+// A message's bytes as gRPC will send them: serialized fields, gathered into
+// one slice while they follow each other, and arrays of floats, each a slice
+// over the floats where they lie (holding their owner until gRPC is done).
+class Pieces {
+ public:
+  void Append(std::string bytes) {
+    size_ += bytes.size();
+    if (!parts_.empty() && std::holds_alternative<std::string>(parts_.back())) {
+      std::get<std::string>(parts_.back()) += bytes;
+    } else {
+      parts_.emplace_back(std::move(bytes));
+    }
+  }
+  // Field `field` (bytes) of `floats`; nothing when they are empty (proto3
+  // leaves an empty field out).
+  void AppendFloats(int field, const SharedFloats& floats) {
+    if (floats.empty()) return;
+    Append(Header(field, floats.size() * sizeof(float)));
+    size_ += floats.size() * sizeof(float);
+    parts_.emplace_back(floats);
+  }
+  // Field `field`, the message `inner`.
+  void AppendMessage(int field, Pieces inner) {
+    Append(Header(field, inner.size_));
+    for (auto& part : inner.parts_) {
+      if (auto* bytes = std::get_if<std::string>(&part)) {
+        Append(std::move(*bytes));
+      } else {
+        size_ += std::get<SharedFloats>(part).size() * sizeof(float);
+        parts_.push_back(std::move(part));
+      }
+    }
+  }
+
+  grpc::ByteBuffer Buffer() && {
+    std::vector<grpc::Slice> slices;
+    for (auto& part : parts_) {
+      if (auto* bytes = std::get_if<std::string>(&part)) {
+        slices.push_back(StringSlice(std::move(*bytes)));
+        continue;
+      }
+      const SharedFloats& floats = std::get<SharedFloats>(part);
+      auto owner = std::make_unique<std::shared_ptr<const void>>(floats.owner());
+      slices.push_back(OwningSlice(std::move(owner), const_cast<float*>(floats.data()),
+                                   floats.size() * sizeof(float)));
+    }
+    return grpc::ByteBuffer(slices.data(), slices.size());
+  }
+
+ private:
+  // The tag and length of a length-delimited field of `length` bytes.
+  static std::string Header(int field, size_t length) {
+    uint8_t bytes[16];
+    uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
+        WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), bytes);
+    end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(length, end);
+    return std::string(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
+  }
+
+  std::vector<std::variant<std::string, SharedFloats>> parts_;
+  size_t size_ = 0;
+};
 
 }  // namespace
 
@@ -151,31 +209,50 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
       }
     }
   }
-  ToContributions(s, selection, chunk.rows, out);
+  if (!values) return;  // EncodeReply appends the contributions with the values
+  const ContributionBlocks& blocks = chunk.contributions;
+  for (size_t l = 0; l < blocks.contributions.size(); ++l) {
+    v1::Contributions* c = out->add_contributions();
+    *c = ContributionsHeader(blocks, selection, chunk.rows, l);
+    ForEachContributionArray(blocks, l, [&](int, auto mutable_field, const SharedFloats& floats) {
+      (c->*mutable_field)()->assign(reinterpret_cast<const char*>(floats.data()),
+                                    floats.size() * sizeof(float));
+    });
+  }
 }
 
 grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection) {
   v1::PriceReply reply;
   ToReply(chunk, selection, &reply, false);
-  if (chunk.values.empty()) return EncodeReply(reply);
-  // The message that holds the values, and its field in PriceReply.
-  const auto [inner, field] = chunk.kind == ResultChunk::Kind::kTerminalPrices
-                                  ? std::pair{reply.prices().SerializeAsString(), kReplyPricesField}
-                              : chunk.kind == ResultChunk::Kind::kInstrumentValues
-                                  ? std::pair{reply.values().SerializeAsString(), kReplyValuesField}
-                                  : std::pair{reply.chunk().SerializeAsString(), kReplyChunkField};
-  const size_t value_bytes = chunk.values.size() * sizeof(float);
-  std::string values_header;
-  AppendHeader(kValuesField, value_bytes, &values_header);
-  std::string header;
-  AppendHeader(field, inner.size() + values_header.size() + value_bytes, &header);
-  header += inner;
-  header += values_header;
-  auto values = std::make_unique<std::shared_ptr<const void>>(chunk.values.owner());
-  grpc::Slice slices[] = {
-      StringSlice(std::move(header)),
-      OwningSlice(std::move(values), const_cast<float*>(chunk.values.data()), value_bytes)};
-  return grpc::ByteBuffer(slices, 2);
+  const ContributionBlocks& blocks = chunk.contributions;
+  if (chunk.values.empty() && blocks.empty()) return EncodeReply(reply);
+  // The message that holds the arrays, and its field in PriceReply.
+  Pieces inner;
+  int field = v1::PriceReply::kChunkFieldNumber;
+  int values_field = v1::ResultChunk::kValuesFieldNumber;
+  if (chunk.kind == ResultChunk::Kind::kTerminalPrices) {
+    inner.Append(reply.prices().SerializeAsString());
+    field = v1::PriceReply::kPricesFieldNumber;
+    values_field = v1::TerminalPricesChunk::kValuesFieldNumber;
+  } else if (chunk.kind == ResultChunk::Kind::kInstrumentValues) {
+    inner.Append(reply.values().SerializeAsString());
+    field = v1::PriceReply::kValuesFieldNumber;
+    values_field = v1::InstrumentValuesChunk::kValuesFieldNumber;
+  } else {
+    inner.Append(reply.chunk().SerializeAsString());
+    for (size_t l = 0; l < blocks.contributions.size(); ++l) {
+      Pieces c;
+      c.Append(ContributionsHeader(blocks, selection, chunk.rows, l).SerializeAsString());
+      ForEachContributionArray(blocks, l, [&](int array, auto, const SharedFloats& floats) {
+        c.AppendFloats(array, floats);
+      });
+      inner.AppendMessage(v1::ResultChunk::kContributionsFieldNumber, std::move(c));
+    }
+  }
+  inner.AppendFloats(values_field, chunk.values);
+  Pieces out;
+  out.AppendMessage(field, std::move(inner));
+  return std::move(out).Buffer();
 }
 
 grpc::ByteBuffer EncodeReply(const v1::PriceReply& reply) {

@@ -1,7 +1,7 @@
 // Every PriceReply the service writes is built here: `accepted` from the
 // admitted job, one reply per engine ResultChunk (bench/model_bench times
 // it), and `finished` from the job's summary; and their bytes as gRPC sends
-// them (EncodeReply), the values of a chunk not copied.
+// them (EncodeReply), the values and contributions of a chunk not copied.
 #pragma once
 
 #include <grpcpp/support/byte_buffer.h>
@@ -18,17 +18,19 @@
 namespace pricer {
 
 // Replaces `reply` with the reply for `chunk`: a `prices` chunk for terminal
-// prices, a `round` when a targeted request's round starts, else a `chunk` with the SC values (when kept) and the statistics
-// of `selection` (the job's), levels in the order selected.
-// Without `values`, the chunk's values are left out (EncodeReply appends
-// them).
+// prices, a `round` when a targeted request's round starts, else a `chunk`
+// with the SC values (when kept), the statistics of `selection` (the job's),
+// levels in the order selected, and the contributions.
+// Without `values`, the chunk's values and contributions are left out
+// (EncodeReply appends them).
 void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1::PriceReply* reply,
              bool values = true);
 
-// The serialized reply for `chunk` (ToReply's message), with the values as
-// the last field of the inner message (protobuf takes fields in any order).
-// They are not copied: the buffer's last slice points into the chunk's
-// shared values and holds them until gRPC has sent it.
+// The serialized reply for `chunk` (ToReply's message), with the
+// contributions and then the values as the last fields of the inner message
+// (protobuf takes fields in any order). Neither is copied: each array is a
+// slice of the buffer that points into the chunk's shared floats and holds
+// them until gRPC has sent it.
 grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection);
 // Any other reply, serialized.
 grpc::ByteBuffer EncodeReply(const v1::PriceReply& reply);

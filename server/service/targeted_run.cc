@@ -185,6 +185,9 @@ bool TargetedRun::SendFinal(const ResultChunk& chunk, int64_t round) {
     if (run.end == run.begin) return true;
     run.rows = chunk.rows;
     run.statistics.AppendRange(chunk.statistics, run.begin - chunk.begin, run.end - run.begin);
+    if (!chunk.contributions.empty()) {
+      run.contributions = chunk.contributions.Range(run.begin - chunk.begin, run.end - run.begin);
+    }
     const bool sent = Send(std::move(run));
     run = ResultChunk();
     return sent;

@@ -25,6 +25,16 @@ grpc::ByteBuffer Received(const std::string& bytes, std::vector<size_t> cuts) {
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
+// The bytes fields of a Contributions, by field number, and its accessors.
+using C = v1::Contributions;
+const std::vector<std::pair<int, std::string* (C::*)()>> kArrays = {
+    {C::kValuesFieldNumber, &C::mutable_values},
+    {C::kStandardErrorsFieldNumber, &C::mutable_standard_errors},
+    {C::kDeltaFieldNumber, &C::mutable_delta},
+    {C::kDeltaStandardErrorsFieldNumber, &C::mutable_delta_standard_errors},
+    {C::kVegaFieldNumber, &C::mutable_vega},
+    {C::kVegaStandardErrorsFieldNumber, &C::mutable_vega_standard_errors}};
+
 // What protobuf makes of `bytes`, split as DecodeReply splits it.
 void ExpectAsProtobufParses(const std::string& bytes, const ReceivedReply& decoded) {
   v1::PriceReply parsed;
@@ -35,6 +45,19 @@ void ExpectAsProtobufParses(const std::string& bytes, const ReceivedReply& decod
   // The decoded message has its values apart.
   if (parsed.has_chunk()) parsed.mutable_chunk()->clear_values();
   if (parsed.has_prices()) parsed.mutable_prices()->clear_values();
+  // And its contributions' arrays.
+  const int levels = parsed.has_chunk() ? parsed.chunk().contributions_size() : 0;
+  ASSERT_EQ(std::ssize(decoded.contributions), levels);
+  for (int l = 0; l < levels; ++l) {
+    C* level = parsed.mutable_chunk()->mutable_contributions(l);
+    const ContributionArrays& arrays = decoded.contributions[static_cast<size_t>(l)];
+    for (const auto& [field, array] : kArrays) {
+      const auto found = arrays.find(field);
+      EXPECT_EQ(found == arrays.end() ? "" : found->second.ToString(), *(level->*array)())
+          << "level " << l << ", field " << field;
+      (level->*array)()->clear();
+    }
+  }
   // Compared serialised: a NaN is not equal to itself, its bytes are.
   EXPECT_EQ(parsed.SerializeAsString(), decoded.message.SerializeAsString())
       << parsed.DebugString() << " against " << decoded.message.DebugString();
@@ -53,6 +76,19 @@ v1::PriceReply ChunkReply(std::mt19937& random, int64_t floats) {
   chunk->set_values(values);
   chunk->mutable_statistics()->add_v0(1.5);
   chunk->mutable_statistics()->add_mean(-2.25);
+  // Up to two contributed levels, each with some of its arrays.
+  for (int l = static_cast<int>(random() % 3); l > 0; --l) {
+    C* level = chunk->add_contributions();
+    level->set_level(0.975);
+    level->set_rows(7);
+    level->set_issuers(3);
+    for (const auto& [field, array] : kArrays) {
+      if (random() % 3 == 0) continue;
+      std::string floats(static_cast<size_t>(4 * (random() % 200)), '\0');
+      for (char& c : floats) c = static_cast<char>(random());
+      *(level->*array)() = floats;
+    }
+  }
   return reply;
 }
 

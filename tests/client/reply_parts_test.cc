@@ -46,6 +46,20 @@ ReceivedReply Chunk() {
     s->add_target_met(c % 2 == 1);
   }
   chunk->set_values(values);
+  // ES contributions of 3 rows, column c's row r c * 100 + r, and a delta of
+  // 1 issuer, column c's -c.
+  v1::Contributions* contributions = chunk->add_contributions();
+  contributions->set_level(0.975);
+  contributions->set_rows(3);
+  contributions->set_issuers(1);
+  for (int c = 10; c < 14; ++c) {
+    for (int row = 0; row < 3; ++row) {
+      const float value = static_cast<float>(c * 100 + row);
+      contributions->mutable_values()->append(reinterpret_cast<const char*>(&value), 4);
+    }
+    const float delta = static_cast<float>(-c);
+    contributions->mutable_delta()->append(reinterpret_cast<const char*>(&delta), 4);
+  }
   return Decoded(message);
 }
 
@@ -74,6 +88,16 @@ TEST(ChunkPart, CutsTheValuesAndEveryPerColumnArray) {
   EXPECT_THAT(s.var(0).lower(), ElementsAre(11, 12));
   EXPECT_THAT(s.var(0).upper(), ElementsAre(11, 12));
   EXPECT_THAT(s.var(0).standard_error(), IsEmpty());
+  // The contributions: the level's message, and its arrays' columns.
+  ASSERT_EQ(chunk.contributions_size(), 1);
+  EXPECT_EQ(chunk.contributions(0).level(), 0.975);
+  EXPECT_EQ(chunk.contributions(0).rows(), 3);
+  ASSERT_EQ(part.contributions.size(), 1u);
+  const ContributionArrays& arrays = part.contributions[0];
+  EXPECT_THAT(Floats(arrays.at(v1::Contributions::kValuesFieldNumber)),
+              ElementsAre(1100, 1101, 1102, 1200, 1201, 1202));
+  EXPECT_THAT(Floats(arrays.at(v1::Contributions::kDeltaFieldNumber)), ElementsAre(-11, -12));
+  EXPECT_EQ(arrays.count(v1::Contributions::kVegaFieldNumber), 0u);
 }
 
 // An array too short for the cut stays empty, for PriceResults to refuse.

@@ -1,12 +1,14 @@
 // The client's decoding of a Price reply (client/lib/reply_decoding.h) on
 // any bytes a server could send, cut into slices as gRPC might receive them:
-// whatever it accepts, protobuf must parse to the same message and values.
+// whatever it accepts, protobuf must parse to the same message, values and
+// contributions.
 #include <grpc/grpc.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "client/lib/reply_decoding.h"
@@ -49,6 +51,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (parsed.has_values()) {
     values = parsed.values().values();
     parsed.mutable_values()->clear_values();
+  }
+  // A chunk's contributions' arrays, level by level.
+  const int levels = parsed.has_chunk() ? parsed.chunk().contributions_size() : 0;
+  if (std::ssize(decoded.contributions) != levels) std::abort();
+  using C = pricer::v1::Contributions;
+  for (int l = 0; l < levels; ++l) {
+    C* level = parsed.mutable_chunk()->mutable_contributions(l);
+    const pricer::ContributionArrays& arrays = decoded.contributions[static_cast<size_t>(l)];
+    for (auto [field, array] :
+         {std::pair{C::kValuesFieldNumber, &C::mutable_values},
+          std::pair{C::kStandardErrorsFieldNumber, &C::mutable_standard_errors},
+          std::pair{C::kDeltaFieldNumber, &C::mutable_delta},
+          std::pair{C::kDeltaStandardErrorsFieldNumber, &C::mutable_delta_standard_errors},
+          std::pair{C::kVegaFieldNumber, &C::mutable_vega},
+          std::pair{C::kVegaStandardErrorsFieldNumber, &C::mutable_vega_standard_errors}}) {
+      const auto found = arrays.find(field);
+      if ((found == arrays.end() ? "" : found->second.ToString()) != *(level->*array)()) {
+        std::abort();
+      }
+      (level->*array)()->clear();
+    }
   }
   // Compared serialised: a NaN is not equal to itself, its bytes are.
   if (parsed.SerializeAsString() != decoded.message.SerializeAsString()) std::abort();

@@ -85,39 +85,61 @@ TEST(ReplyEncodingTest, StatisticsOnlyAndTerminalPricesChunks) {
 }
 
 // Contributions: one message per contributed level, ES's first, with the
-// band's size, A's rows and the float32 values (and errors) as they are.
-TEST(ReplyEncodingTest, ContributionsComeAsFloat32BlocksPerLevel) {
+// band's size, A's rows and the float32 values (and errors) as they are, cut
+// from the shard's arrays (columns 1..3 of 5) and sent from where they lie.
+TEST(ReplyEncodingTest, ContributionsComeAsFloat32BlocksPerLevelUncopied) {
   StatisticsSelection selection;
   selection.es = {0.975};
   selection.var = {0.99, 0.95};
   selection.es_contributions = {0.975};
   selection.var_contributions = {0.95};
-  selection.errors = true;
-  ResultChunk chunk = Chunk(ShardValues(10000 * 3), 10000, 0, 3);
-  chunk.statistics.Resize(selection, 3, 7);
-  for (size_t n = 0; n < 21; ++n) {
-    chunk.statistics.contributions[0][n] = 0.25f * static_cast<float>(n);
-    chunk.statistics.contributions_se[1][n] = -1.0f * static_cast<float>(n);
+  selection.errors = selection.delta = true;
+  ColumnStatistics shard;
+  shard.Resize(selection, 5, 7, 2);
+  for (size_t n = 0; n < 35; ++n) {
+    shard.contributions[0][n] = 0.25f * static_cast<float>(n);
+    shard.contributions_se[1][n] = -1.0f * static_cast<float>(n);
   }
+  for (size_t n = 0; n < 10; ++n) shard.delta[1][n] = 2.0f * static_cast<float>(n);
+  const float* es_values = shard.contributions[0].data();
+  const ContributionBlocks blocks = ContributionBlocks::Take(&shard);
+  EXPECT_TRUE(shard.contributions.empty() && shard.delta_se.empty());
+  ResultChunk chunk = Chunk(ShardValues(10000 * 5), 10000, 1, 4);
+  chunk.contributions = blocks.Range(1, 3);
+  // 2 levels of values and errors: 7 rows and 2 issuers a column.
+  EXPECT_EQ(chunk.contributions.bytes(), 2 * 2 * (21 + 6) * 4);
   ExpectSameMessage(chunk, selection);
-  const v1::PriceReply reply = Parse(EncodeReply(chunk, selection));
+  const grpc::ByteBuffer encoded = EncodeReply(chunk, selection);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(encoded.Dump(&slices).ok());
+  bool sent_in_place = false;
+  for (const grpc::Slice& slice : slices) {
+    sent_in_place =
+        sent_in_place || slice.begin() == reinterpret_cast<const uint8_t*>(es_values + 7);
+  }
+  EXPECT_TRUE(sent_in_place) << "ES's contributions were copied into the reply";
+  const v1::PriceReply reply = Parse(encoded);
   ASSERT_EQ(reply.chunk().contributions_size(), 2);
   const v1::Contributions& es = reply.chunk().contributions(0);
   EXPECT_EQ(es.measure(), v1::Contributions::MEASURE_ES);
   EXPECT_EQ(es.level(), 0.975);
   EXPECT_EQ(es.rows(), 7);
+  EXPECT_EQ(es.issuers(), 2);
   EXPECT_EQ(es.band_paths(), 250);  // 9,999 x 0.025 = 249.975: the 250 smallest
   ASSERT_EQ(es.values().size(), 21 * sizeof(float));
   float value = 0;
   std::memcpy(&value, es.values().data() + 5 * sizeof(float), sizeof(float));
-  EXPECT_EQ(value, 1.25f);
+  EXPECT_EQ(value, 3.0f);  // the shard's value 12: column 1's row 5
   const v1::Contributions& var = reply.chunk().contributions(1);
   EXPECT_EQ(var.measure(), v1::Contributions::MEASURE_VAR);
   EXPECT_EQ(var.level(), 0.95);
   // VaR 0.95's ranks 499 and 500 (499.95), 50 each side.
   EXPECT_EQ(var.band_paths(), 102);
   std::memcpy(&value, var.standard_errors().data() + 20 * sizeof(float), sizeof(float));
-  EXPECT_EQ(value, -20.0f);
+  EXPECT_EQ(value, -27.0f);
+  ASSERT_EQ(var.delta().size(), 6 * sizeof(float));
+  std::memcpy(&value, var.delta().data(), sizeof(float));
+  EXPECT_EQ(value, 4.0f);
 }
 
 TEST(ReplyEncodingTest, TheBufferLivesWhileTheEncodedReplyHoldsIt) {

@@ -34,20 +34,14 @@ void ForEachArray(Stats& a, Other& b, Body body) {
 }
 
 // The float32 blocks of a ColumnStatistics (contributions, sensitivities and
-// their errors), paired with those of another; `rows`: b's rows per column.
-template <typename Stats, typename Other, typename Body>
-void ForEachBlock(Stats& a, Other& b, Body body) {
-  const int64_t c = b.contribution_rows, s = b.sensitivity_rows;
-  for (auto [to, from, rows] :
-       {std::tuple{&a.contributions, &b.contributions, c},
-        std::tuple{&a.contributions_se, &b.contributions_se, c}, std::tuple{&a.delta, &b.delta, s},
-        std::tuple{&a.delta_se, &b.delta_se, s}, std::tuple{&a.vega, &b.vega, s},
-        std::tuple{&a.vega_se, &b.vega_se, s}}) {
-    EXPECT_EQ(to->size(), from->size());
-    for (size_t l = 0; l < std::min(to->size(), from->size()); ++l) {
-      body((*to)[l], (*from)[l], rows);
-    }
-  }
+// their errors), paired with another's or a chunk's (ForEachContributionBlock),
+// as many levels in each.
+template <typename B, typename Body>
+void ForEachBlock(ColumnStatistics& a, B& b, Body body) {
+  ForEachContributionBlock(a, b, [&](auto& to, const auto& from, int64_t rows) {
+    EXPECT_EQ(to.size(), from.size());
+    for (size_t l = 0; l < std::min(to.size(), from.size()); ++l) body(to[l], from[l], rows);
+  });
 }
 
 // How many times each column and each issuer of a job arrived.
@@ -75,7 +69,7 @@ JobResult EmptyResult(const JobSpec& spec, Tally* tally) {
         result.statistics, result.statistics,
         [](std::vector<double>& v, std::vector<double>&) { std::fill(v.begin(), v.end(), NAN); });
     ForEachBlock(result.statistics, result.statistics,
-                 [](std::vector<float>& v, std::vector<float>&, int64_t) {
+                 [](std::vector<float>& v, const std::vector<float>&, int64_t) {
                    std::fill(v.begin(), v.end(), NAN);
                  });
   }
@@ -136,12 +130,12 @@ bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResul
   EXPECT_EQ(chunk.statistics.es.size(), selection.es.size());
   // Each contributed level: A's rows per column (the issuers for the
   // sensitivities), and as many errors.
-  const ColumnStatistics& got = chunk.statistics;
+  const ContributionBlocks& got = chunk.contributions;
   ColumnStatistics& into = result->statistics;
   auto contributions_fit = [&] {
     bool fit = got.contribution_rows == into.contribution_rows &&
                got.sensitivity_rows == into.sensitivity_rows;
-    ForEachBlock(into, got, [&](std::vector<float>&, const std::vector<float>& from, int64_t rows) {
+    ForEachBlock(into, got, [&](std::vector<float>&, const SharedFloats& from, int64_t rows) {
       fit = fit && static_cast<int64_t>(from.size()) == width * rows;
     });
     return fit;
@@ -160,10 +154,9 @@ bool TakeScenarioColumns(const JobSpec& spec, const ResultChunk& chunk, JobResul
                [&](std::vector<double>& to, const std::vector<double>& from) {
                  std::copy(from.begin(), from.end(), to.begin() + offset);
                });
-  ForEachBlock(into, got,
-               [&](std::vector<float>& to, const std::vector<float>& from, int64_t rows) {
-                 std::copy(from.begin(), from.end(), to.begin() + offset * rows);
-               });
+  ForEachBlock(into, got, [&](std::vector<float>& to, const SharedFloats& from, int64_t rows) {
+    std::copy(from.begin(), from.end(), to.begin() + offset * rows);
+  });
   return true;
 }
 
