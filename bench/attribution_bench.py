@@ -8,12 +8,14 @@
   with `--sensitivities delta,vega` too); the server's own split of device
   thread-seconds (GEMM, statistics) says what each adds.
 - streaming: contributions against full output, per byte. With as many paths
-  as issuers (--stream-paths 500) a column's ES contributions (500 float32)
+  as issuers (--stream-size S, generated issuers: 100, so that computing
+  either is small beside sending it) a column's ES contributions (S float32)
   are as many bytes as its SC column, so the request with `--contributions
   es:0.975` and the same request with `--full-out` carry the same payload;
   each writes its .npy into a scratch folder, and both ask for ES 97.5% (the
   tail the contributions need), as does the third way, "es only", which
-  streams neither: the difference of wall times says what a byte costs.
+  streams neither: the differences of wall time and of the client's CPU time
+  say what a byte costs.
 
 The ways are interleaved, --repeats times each. Runs natively (OPENBLAS_CORETYPE
 and OPENBLAS_L2_SIZE unset in its own commands) and, where the environment
@@ -106,14 +108,16 @@ def print_cost(args, results):
 
 
 def print_stream(args, results):
-    payload = 4.0 * args.stream_paths * args.stream_scenarios
-    print(f"\nstreaming: {args.stream_scenarios} columns x {args.stream_paths} paths x 500 "
-          f"issuers, {payload / 1e6:.0f} MB of float32 payload either way, medians of "
-          f"{args.repeats}")
-    print("added: over 'es only'; server stats: the server's statistics thread-seconds (the "
-          "contributions' gather-sums are counted there)")
+    payload = 4.0 * args.stream_size * args.stream_scenarios
+    print(f"\nstreaming: {args.stream_scenarios} columns x {args.stream_size} paths x "
+          f"{args.stream_size} issuers, {payload / 1e6:.0f} MB of float32 payload either way, "
+          f"medians of {args.repeats}")
+    threads = os.cpu_count()
+    print(f"added: over 'es only'; server stats: the server's statistics thread-seconds (the "
+          f"contributions' sums are counted there); net: the added wall time less the added "
+          f"statistics thread-seconds spread over the server's {threads} threads")
     print(f"{'openblas':8} {'way':18} {'wall s':>8} {'MB/s':>6} {'added s/GB':>10} "
-          f"{'client CPU s/GB':>15} {'server stats s':>14}")
+          f"{'net s/GB':>8} {'client CPU s/GB':>15} {'server stats s':>14}")
     gb = payload / 1e9
     for label, result in results.items():
         runs = result["stream"]
@@ -121,35 +125,37 @@ def print_stream(args, results):
                 for key in ("wall_seconds", "client_cpu_seconds", "statistics_thread_seconds")}
         added = {}
         for way in STREAM_WAYS:
-            wall, stats = (median(runs, way, key) for key in ("wall_seconds",
-                                                              "statistics_thread_seconds"))
-            cpu = median(runs, way, "client_cpu_seconds")
-            added[way] = {"wall": (wall - base["wall_seconds"]) / gb,
+            wall, cpu, stats = (median(runs, way, key) for key in (
+                "wall_seconds", "client_cpu_seconds", "statistics_thread_seconds"))
+            wall_added = wall - base["wall_seconds"]
+            compute = (stats - base["statistics_thread_seconds"]) / threads
+            added[way] = {"wall": wall_added / gb, "net": (wall_added - compute) / gb,
                           "client": (cpu - base["client_cpu_seconds"]) / gb}
             rate = "" if way == "es only" else f"{payload / 1e6 / wall:6.0f}"
             print(f"{label:8} {way:18} {wall:8.2f} {rate:>6} {added[way]['wall']:10.2f} "
-                  f"{added[way]['client']:15.2f} {stats:14.2f}")
+                  f"{added[way]['net']:8.2f} {added[way]['client']:15.2f} {stats:14.2f}")
         result["per_byte_vs_full"] = {
             key: added["es contributions"][key] / added["full output"][key]
-            for key in ("wall", "client")}
-        print(f"{label:8} contributions / full output per byte: added wall "
-              f"{result['per_byte_vs_full']['wall']:.2f}, client CPU "
-              f"{result['per_byte_vs_full']['client']:.2f}")
+            for key in ("wall", "net", "client")}
+        ratios = result["per_byte_vs_full"]
+        print(f"{label:8} contributions / full output per byte: added wall {ratios['wall']:.2f}, "
+              f"net {ratios['net']:.2f}, client CPU {ratios['client']:.2f}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build")
     parser.add_argument("--scenarios", type=int, default=100000)
-    parser.add_argument("--stream-scenarios", type=int, default=200000)
-    parser.add_argument("--stream-paths", type=int, default=500)
+    parser.add_argument("--stream-scenarios", type=int, default=1000000)
+    parser.add_argument("--stream-size", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="bench-results/attribution.json")
     args = parser.parse_args()
     cost = {way: [f"--scenarios={args.scenarios}", "--stats", COST_STATS] + flags
             for way, flags in COST_WAYS.items()}
-    stream = {way: [f"--scenarios={args.stream_scenarios}", f"--paths={args.stream_paths}",
-                    "--stats", "es:0.975"] + flags for way, flags in STREAM_WAYS.items()}
+    stream = {way: [f"--scenarios={args.stream_scenarios}", f"--paths={args.stream_size}",
+                    f"--issuers={args.stream_size}", "--stats", "es:0.975"] + flags
+              for way, flags in STREAM_WAYS.items()}
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         for label, env in environments()[0].items():
@@ -161,7 +167,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as out:
         json.dump({"scenarios": args.scenarios, "stream_scenarios": args.stream_scenarios,
-                   "stream_paths": args.stream_paths, "results": results}, out, indent=1)
+                   "stream_size": args.stream_size, "results": results}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ int64_t ColumnStatistics::bytes() const {
 }
 
 void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows,
-                              int64_t issuers) {
+                              int64_t issuers,
+                              const std::function<std::vector<float>(size_t floats)>& buffers) {
   const size_t n = static_cast<size_t>(columns);
   const auto levels = static_cast<size_t>(selection.contribution_levels());
   contribution_rows = levels > 0 ? rows : 0;
@@ -66,7 +67,12 @@ void ColumnStatistics::Resize(const StatisticsSelection& selection, int64_t colu
         std::tuple{&delta_se, e && selection.delta, issuers},
         std::tuple{&vega, selection.vega, issuers},
         std::tuple{&vega_se, e && selection.vega, issuers}}) {
-    to->assign(asked ? levels : 0, std::vector<float>(n * static_cast<size_t>(count)));
+    const size_t floats = n * static_cast<size_t>(count);
+    to->resize(asked ? levels : 0);
+    for (std::vector<float>& level : *to) {
+      if (level.capacity() < floats && buffers) level = buffers(floats);
+      level.assign(floats, 0.0f);
+    }
   }
   v0.assign(n, 0.0);
   mean.assign(selection.mean ? n : 0, 0.0);

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <tuple>
 #include <vector>
 
@@ -112,9 +113,12 @@ struct ColumnStatistics {
   int64_t bytes() const;
   // Room for `columns` columns of the selected statistics (set by a
   // reducer), with contributions to A's `rows` rows and sensitivities to
-  // `issuers`.
+  // `issuers`, all zero. A contribution array keeps its memory when it has
+  // room; else it comes from `buffers` when given (a used buffer of at least
+  // the floats asked for, or an empty one), else it is allocated.
   void Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows = 0,
-              int64_t issuers = 0);
+              int64_t issuers = 0,
+              const std::function<std::vector<float>(size_t floats)>& buffers = nullptr);
   // Appends columns [first, first + count) of `other`'s statistics (not
   // its contributions: a chunk holds them as ContributionBlocks).
   void AppendRange(const ColumnStatistics& other, int64_t first, int64_t count);

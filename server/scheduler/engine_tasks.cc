@@ -236,6 +236,14 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
     output.values = job.shard_buffers().Take(
         static_cast<size_t>((shard.out_end - shard.out_begin) * spec.paths));
   }
+  if (spec.output.statistics.contribution_levels() > 0) {
+    // The contributions' arrays from their pool too (the backend's Resize
+    // keeps them): a fresh array's pages would all fault and be zeroed.
+    output.statistics.Resize(spec.output.statistics, shard.out_end - shard.out_begin,
+                             spec.position_rows(), spec.market.issuers(), [&](size_t floats) {
+                               return job.contribution_buffers().Take(floats);
+                             });
+  }
   RETURN_IF_ERROR(state.RunShard(shard, &output));
   job.RecordOutput(0, output.gemm_seconds, output.statistics_seconds);
   const int64_t paths = spec.paths;
@@ -249,7 +257,8 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
   } else if (spec.output.full) {
     values = SharedFloats(job.shard_buffers().Share(std::move(output.values)));
   }
-  const ContributionBlocks contributions = ContributionBlocks::Take(&output.statistics);
+  const ContributionBlocks contributions =
+      ContributionBlocks::Take(&output.statistics, &job.contribution_buffers());
   for (int64_t begin = shard.out_begin; begin < shard.out_end; begin += chunk_columns) {
     ResultChunk chunk;
     chunk.begin = begin;

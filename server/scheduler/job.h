@@ -108,8 +108,10 @@ class Job {
   const std::vector<int64_t>& pinned_shard_bytes() const { return pinned_shard_bytes_; }
   const TaskList& tasks() const { return tasks_; }
   ResultStream& results() { return results_; }
-  // Where its shards' output buffers come from and go back to.
+  // Where its shards' output buffers come from and go back to: the values',
+  // and the contributions' arrays.
   BufferPool& shard_buffers() { return *shard_buffers_; }
+  BufferPool& contribution_buffers() { return *contribution_buffers_; }
 
   // Stops the job: pending tasks are dropped, running ones end at their shard
   // boundary, the stream closes with `why`, and its device memory is freed.
@@ -147,6 +149,7 @@ class Job {
   const std::chrono::steady_clock::time_point start_;
   ResultStream results_;
   const std::shared_ptr<BufferPool> shard_buffers_ = BufferPool::Make();
+  const std::shared_ptr<BufferPool> contribution_buffers_ = BufferPool::Make();
   // Also the spec's `stopped`, which the backends poll in long phases.
   const std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
   std::atomic<int64_t> bytes_{0};

@@ -14,14 +14,18 @@ SharedFloats::SharedFloats(std::shared_ptr<const std::vector<float>> buffer, siz
                            size_t count)
     : SharedFloats(std::shared_ptr<const void>(buffer), buffer->data() + offset, count) {}
 
-ContributionBlocks ContributionBlocks::Take(ColumnStatistics* statistics) {
+ContributionBlocks ContributionBlocks::Take(ColumnStatistics* statistics, BufferPool* pool) {
   ContributionBlocks blocks;
   blocks.contribution_rows = statistics->contribution_rows;
   blocks.sensitivity_rows = statistics->sensitivity_rows;
   ForEachContributionBlock(
       blocks, *statistics,
-      [](std::vector<SharedFloats>& to, std::vector<std::vector<float>>& from, int64_t) {
-        for (std::vector<float>& level : from) to.emplace_back(std::move(level));
+      [&](std::vector<SharedFloats>& to, std::vector<std::vector<float>>& from, int64_t) {
+        for (std::vector<float>& level : from) {
+          to.emplace_back(pool != nullptr
+                              ? pool->Share(std::move(level))
+                              : std::make_shared<const std::vector<float>>(std::move(level)));
+        }
         from.clear();
       });
   return blocks;

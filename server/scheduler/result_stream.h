@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "server/model/statistics.h"
+#include "server/scheduler/buffer_pool.h"
 
 namespace pricer {
 
@@ -66,8 +67,9 @@ struct ContributionBlocks {
   std::vector<SharedFloats> contributions, contributions_se, delta, delta_se, vega, vega_se;
 
   // Takes the blocks of `statistics` (a shard's output; moved, not copied),
-  // leaving it without them.
-  static ContributionBlocks Take(ColumnStatistics* statistics);
+  // leaving it without them; each array goes back to `pool`, when given,
+  // once the last chunk that holds a range of it has been sent.
+  static ContributionBlocks Take(ColumnStatistics* statistics, BufferPool* pool = nullptr);
   // Columns [first, first + count) of these.
   ContributionBlocks Range(int64_t first, int64_t count) const;
   int64_t bytes() const;
