@@ -146,7 +146,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build")
     parser.add_argument("--scenarios", type=int, default=100000)
-    parser.add_argument("--stream-scenarios", type=int, default=1000000)
+    parser.add_argument("--stream-scenarios", type=int, default=2000000)
     parser.add_argument("--stream-size", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="bench-results/attribution.json")
