@@ -149,6 +149,20 @@ class Pieces {
   size_t size_ = 0;
 };
 
+// A chunk's contributions into `out`, their arrays copied.
+void ToContributions(const ResultChunk& chunk, const StatisticsSelection& selection,
+                     v1::ResultChunk* out) {
+  const ContributionBlocks& blocks = chunk.contributions;
+  for (size_t l = 0; l < blocks.contributions.size(); ++l) {
+    v1::Contributions* c = out->add_contributions();
+    *c = ContributionsHeader(blocks, selection, chunk.rows, l);
+    ForEachContributionArray(blocks, l, [&](int, auto mutable_field, const SharedFloats& floats) {
+      (c->*mutable_field)()->assign(reinterpret_cast<const char*>(floats.data()),
+                                    floats.size() * sizeof(float));
+    });
+  }
+}
+
 }  // namespace
 
 void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1::PriceReply* reply,
@@ -209,16 +223,7 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
       }
     }
   }
-  if (!values) return;  // EncodeReply appends the contributions with the values
-  const ContributionBlocks& blocks = chunk.contributions;
-  for (size_t l = 0; l < blocks.contributions.size(); ++l) {
-    v1::Contributions* c = out->add_contributions();
-    *c = ContributionsHeader(blocks, selection, chunk.rows, l);
-    ForEachContributionArray(blocks, l, [&](int, auto mutable_field, const SharedFloats& floats) {
-      (c->*mutable_field)()->assign(reinterpret_cast<const char*>(floats.data()),
-                                    floats.size() * sizeof(float));
-    });
-  }
+  if (values) ToContributions(chunk, selection, out);  // else EncodeReply appends them
 }
 
 grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection) {
