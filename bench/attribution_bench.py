@@ -35,6 +35,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import run_json  # noqa: E402
 from run_benchmarks import Server, environments  # noqa: E402
 
 COST_STATS = "mean,stddev,var:0.99,es:0.975"
@@ -72,10 +73,8 @@ def measure(build, target, flags, scratch, env):
 
 def bare_sgemm(build, columns, env):
     """GFLOP/s of one cblas_sgemm of the seed shape (10,000 x 500 x columns)."""
-    out = subprocess.run([os.path.join(build, "bench", "bare_sgemm"), "--paths", "10000",
-                          "--issuers", "500", "--scenarios", str(columns)],
-                         check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out)["gflops"]
+    return run_json([os.path.join(build, "bench", "bare_sgemm"), "--paths", "10000",
+                     "--issuers", "500", "--scenarios", str(columns)], env)["gflops"]
 
 
 def run_ways(build, ways, repeats, scratch, env):

@@ -1,5 +1,7 @@
 #include "client/lib/reply_decoding.h"
 
+#include <google/protobuf/descriptor.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -228,15 +230,11 @@ bool DecodeMessage(Cursor& in, int64_t end, const std::string& raw_tag, const Sl
   return true;
 }
 
-// The bytes fields of a v1::Contributions: its arrays.
+// The bytes fields of a v1::Contributions (its descriptor's): its arrays.
 bool IsContributionArray(int field) {
-  using C = v1::Contributions;
-  for (int array : {C::kValuesFieldNumber, C::kStandardErrorsFieldNumber, C::kDeltaFieldNumber,
-                    C::kDeltaStandardErrorsFieldNumber, C::kVegaFieldNumber,
-                    C::kVegaStandardErrorsFieldNumber}) {
-    if (field == array) return true;
-  }
-  return false;
+  const google::protobuf::FieldDescriptor* f =
+      v1::Contributions::descriptor()->FindFieldByNumber(field);
+  return f != nullptr && f->type() == google::protobuf::FieldDescriptor::TYPE_BYTES;
 }
 
 // Nothing is nested in the message.

@@ -114,8 +114,8 @@ struct ColumnStatistics {
   // Room for `columns` columns of the selected statistics (set by a
   // reducer), with contributions to A's `rows` rows and sensitivities to
   // `issuers`, all zero. A contribution array keeps its memory when it has
-  // room; else it comes from `buffers` when given (a used buffer of at least
-  // the floats asked for, or an empty one), else it is allocated.
+  // room; else it comes from `buffers` when given (a used buffer of at
+  // least the floats asked for, or an empty one that is then allocated).
   void Resize(const StatisticsSelection& selection, int64_t columns, int64_t rows = 0,
               int64_t issuers = 0,
               const std::function<std::vector<float>(size_t floats)>& buffers = nullptr);

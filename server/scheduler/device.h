@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -35,6 +37,9 @@ struct ShardOutput {
   // engine cuts the chunks from these instead, uncopied.
   SharedFloats owned_values;
   ColumnStatistics statistics;  // when statistics are on
+  // Where RunShard's Resize of `statistics` takes the contributions' arrays
+  // from (the job's pool, ColumnStatistics::Resize); unset: allocated.
+  std::function<std::vector<float>(size_t floats)> contribution_buffers;
   // Thread-seconds spent in the GEMM and in the statistics (the cost split).
   double gemm_seconds = 0;
   double statistics_seconds = 0;

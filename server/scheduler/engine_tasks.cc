@@ -236,14 +236,11 @@ absl::Status Engine::RunShard(Job& job, DeviceJob& state, int64_t index) {
     output.values = job.shard_buffers().Take(
         static_cast<size_t>((shard.out_end - shard.out_begin) * spec.paths));
   }
-  if (spec.output.statistics.contribution_levels() > 0) {
-    // The contributions' arrays from their pool too (the backend's Resize
-    // keeps them): a fresh array's pages would all fault and be zeroed.
-    output.statistics.Resize(spec.output.statistics, shard.out_end - shard.out_begin,
-                             spec.position_rows(), spec.market.issuers(), [&](size_t floats) {
-                               return job.contribution_buffers().Take(floats);
-                             });
-  }
+  // The contributions' arrays from their pool too: a fresh array's pages
+  // would all fault and be zeroed.
+  output.contribution_buffers = [&job](size_t floats) {
+    return job.contribution_buffers().Take(floats);
+  };
   RETURN_IF_ERROR(state.RunShard(shard, &output));
   job.RecordOutput(0, output.gemm_seconds, output.statistics_seconds);
   const int64_t paths = spec.paths;

@@ -51,18 +51,18 @@ void ToPathColumns(const ResultChunk& chunk, const char* bytes, size_t size, Mes
   if (size > 0) out->set_values(bytes, size);
 }
 
-// Level `l` of `blocks` without its arrays: which level, and the blocks'
-// shapes.
+// Level `l` of `blocks` without its arrays: which level, its band's paths
+// (`bands`: ContributionBands), and the blocks' shapes.
 v1::Contributions ContributionsHeader(const ContributionBlocks& blocks,
-                                      const StatisticsSelection& selection, int64_t paths,
-                                      size_t l) {
+                                      const StatisticsSelection& selection,
+                                      const std::vector<TailBand>& bands, size_t l) {
   v1::Contributions c;
   const size_t es_levels = selection.es_contributions.size();
   const bool es = l < es_levels;
   c.set_measure(es ? v1::Contributions::MEASURE_ES : v1::Contributions::MEASURE_VAR);
   c.set_level(es ? selection.es_contributions[l] : selection.var_contributions[l - es_levels]);
   c.set_rows(blocks.contribution_rows);
-  c.set_band_paths(ContributionBands(selection, paths)[l].size());
+  c.set_band_paths(bands[l].size());
   c.set_issuers(blocks.sensitivity_rows);
   return c;
 }
@@ -153,9 +153,10 @@ class Pieces {
 void ToContributions(const ResultChunk& chunk, const StatisticsSelection& selection,
                      v1::ResultChunk* out) {
   const ContributionBlocks& blocks = chunk.contributions;
+  const std::vector<TailBand> bands = ContributionBands(selection, chunk.rows);
   for (size_t l = 0; l < blocks.contributions.size(); ++l) {
     v1::Contributions* c = out->add_contributions();
-    *c = ContributionsHeader(blocks, selection, chunk.rows, l);
+    *c = ContributionsHeader(blocks, selection, bands, l);
     ForEachContributionArray(blocks, l, [&](int, auto mutable_field, const SharedFloats& floats) {
       (c->*mutable_field)()->assign(reinterpret_cast<const char*>(floats.data()),
                                     floats.size() * sizeof(float));
@@ -245,9 +246,10 @@ grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection
     values_field = v1::InstrumentValuesChunk::kValuesFieldNumber;
   } else {
     inner.Append(reply.chunk().SerializeAsString());
+    const std::vector<TailBand> bands = ContributionBands(selection, chunk.rows);
     for (size_t l = 0; l < blocks.contributions.size(); ++l) {
       Pieces c;
-      c.Append(ContributionsHeader(blocks, selection, chunk.rows, l).SerializeAsString());
+      c.Append(ContributionsHeader(blocks, selection, bands, l).SerializeAsString());
       ForEachContributionArray(blocks, l, [&](int array, auto, const SharedFloats& floats) {
         c.AppendFloats(array, floats);
       });

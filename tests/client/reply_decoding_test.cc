@@ -25,15 +25,16 @@ grpc::ByteBuffer Received(const std::string& bytes, std::vector<size_t> cuts) {
   return grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-// The bytes fields of a Contributions, by field number, and its accessors.
+// The bytes fields of a Contributions (its arrays), from its descriptor.
 using C = v1::Contributions;
-const std::vector<std::pair<int, std::string* (C::*)()>> kArrays = {
-    {C::kValuesFieldNumber, &C::mutable_values},
-    {C::kStandardErrorsFieldNumber, &C::mutable_standard_errors},
-    {C::kDeltaFieldNumber, &C::mutable_delta},
-    {C::kDeltaStandardErrorsFieldNumber, &C::mutable_delta_standard_errors},
-    {C::kVegaFieldNumber, &C::mutable_vega},
-    {C::kVegaStandardErrorsFieldNumber, &C::mutable_vega_standard_errors}};
+std::vector<const google::protobuf::FieldDescriptor*> Arrays() {
+  std::vector<const google::protobuf::FieldDescriptor*> arrays;
+  for (int i = 0; i < C::descriptor()->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = C::descriptor()->field(i);
+    if (f->type() == google::protobuf::FieldDescriptor::TYPE_BYTES) arrays.push_back(f);
+  }
+  return arrays;
+}
 
 // What protobuf makes of `bytes`, split as DecodeReply splits it.
 void ExpectAsProtobufParses(const std::string& bytes, const ReceivedReply& decoded) {
@@ -51,11 +52,12 @@ void ExpectAsProtobufParses(const std::string& bytes, const ReceivedReply& decod
   for (int l = 0; l < levels; ++l) {
     C* level = parsed.mutable_chunk()->mutable_contributions(l);
     const ContributionArrays& arrays = decoded.contributions[static_cast<size_t>(l)];
-    for (const auto& [field, array] : kArrays) {
-      const auto found = arrays.find(field);
-      EXPECT_EQ(found == arrays.end() ? "" : found->second.ToString(), *(level->*array)())
-          << "level " << l << ", field " << field;
-      (level->*array)()->clear();
+    for (const google::protobuf::FieldDescriptor* f : Arrays()) {
+      const auto found = arrays.find(f->number());
+      EXPECT_EQ(found == arrays.end() ? "" : found->second.ToString(),
+                level->GetReflection()->GetString(*level, f))
+          << "level " << l << ", " << f->name();
+      level->GetReflection()->ClearField(level, f);
     }
   }
   // Compared serialised: a NaN is not equal to itself, its bytes are.
@@ -82,11 +84,11 @@ v1::PriceReply ChunkReply(std::mt19937& random, int64_t floats) {
     level->set_level(0.975);
     level->set_rows(7);
     level->set_issuers(3);
-    for (const auto& [field, array] : kArrays) {
+    for (const google::protobuf::FieldDescriptor* f : Arrays()) {
       if (random() % 3 == 0) continue;
       std::string floats(static_cast<size_t>(4 * (random() % 200)), '\0');
       for (char& c : floats) c = static_cast<char>(random());
-      *(level->*array)() = floats;
+      level->GetReflection()->SetString(level, f, floats);
     }
   }
   return reply;

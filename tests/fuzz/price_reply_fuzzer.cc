@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "client/lib/reply_decoding.h"
@@ -55,22 +54,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A chunk's contributions' arrays, level by level.
   const int levels = parsed.has_chunk() ? parsed.chunk().contributions_size() : 0;
   if (std::ssize(decoded.contributions) != levels) std::abort();
-  using C = pricer::v1::Contributions;
   for (int l = 0; l < levels; ++l) {
-    C* level = parsed.mutable_chunk()->mutable_contributions(l);
+    pricer::v1::Contributions* level = parsed.mutable_chunk()->mutable_contributions(l);
     const pricer::ContributionArrays& arrays = decoded.contributions[static_cast<size_t>(l)];
-    for (auto [field, array] :
-         {std::pair{C::kValuesFieldNumber, &C::mutable_values},
-          std::pair{C::kStandardErrorsFieldNumber, &C::mutable_standard_errors},
-          std::pair{C::kDeltaFieldNumber, &C::mutable_delta},
-          std::pair{C::kDeltaStandardErrorsFieldNumber, &C::mutable_delta_standard_errors},
-          std::pair{C::kVegaFieldNumber, &C::mutable_vega},
-          std::pair{C::kVegaStandardErrorsFieldNumber, &C::mutable_vega_standard_errors}}) {
-      const auto found = arrays.find(field);
-      if ((found == arrays.end() ? "" : found->second.ToString()) != *(level->*array)()) {
+    const google::protobuf::Reflection* reflection = level->GetReflection();
+    for (int i = 0; i < level->GetDescriptor()->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* f = level->GetDescriptor()->field(i);
+      if (f->type() != google::protobuf::FieldDescriptor::TYPE_BYTES) continue;
+      const auto found = arrays.find(f->number());
+      if ((found == arrays.end() ? "" : found->second.ToString()) !=
+          reflection->GetString(*level, f)) {
         std::abort();
       }
-      (level->*array)()->clear();
+      reflection->ClearField(level, f);
     }
   }
   // Compared serialised: a NaN is not equal to itself, its bytes are.

@@ -82,7 +82,8 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t kept = shard.out_end - shard.out_begin;
     const StatisticsSelection& selection = spec_.output.statistics;
     if (selection.any()) {
-      out->statistics.Resize(selection, kept, issuers, spec_.market.issuers());
+      out->statistics.Resize(selection, kept, issuers, spec_.market.issuers(),
+                             out->contribution_buffers);
     }
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
     const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);

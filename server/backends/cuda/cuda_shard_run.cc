@@ -312,7 +312,8 @@ class ShardRun {
                                        static_cast<size_t>(kept * spec_.paths));
     }
     if (!selection.any()) return;
-    out->statistics.Resize(selection, kept, spec_.position_rows(), spec_.market.issuers());
+    out->statistics.Resize(selection, kept, spec_.position_rows(), spec_.market.issuers(),
+                           out->contribution_buffers);
     CopyAttribution(job_, slot_, kept, out->statistics);
     const double* rows = slot_.statistics_host->as<double>();
     auto row = [&](int64_t r) { return rows + r * job_.shard_columns; };
