@@ -109,7 +109,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumen
 # thread, and the races TSan checks are those between our own threads.
 export OMP_THREAD_LIMIT=1
 tsan_build() {
-  local absl_lib exported symbol shim launcher exports=""
+  local absl_lib exported symbol shim exports=""
   # absl_mutex_tsan.cc defines absl::Mutex's and CondVar's locking members: an
   # object on every test binary's link line, ahead of Abseil, its symbols
   # exported so that they interpose for the shared libraries too. Its name
@@ -127,24 +127,9 @@ tsan_build() {
     fi
     exports+=" -Wl,--export-dynamic-symbol=$symbol"
   done
-  # column_reducer.cc's ColumnMoments has target_clones: its ifunc resolver
-  # runs while the dynamic loader relocates the binary, before the TSan
-  # runtime is up, and TSan's instrumentation of it (__tsan_func_entry)
-  # crashes every binary at load. That one file is compiled without TSan.
-  # The launcher replaces CMake's ccache launcher (CMakeLists.txt), so it
-  # compiles through ccache itself, with the same settings.
-  launcher=$(cd "$tsan_dir" && pwd)/compile.sh
-  cache=""
-  if command -v ccache > /dev/null; then
-    cache="env CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=true $(command -v ccache) "
-  fi
-  printf '%s\n' '#!/bin/sh' \
-    "case \"\$*\" in *server/backends/cpu/column_reducer.cc*) exec $cache\"\$@\" -fno-sanitize=thread ;; esac" \
-    "exec $cache\"\$@\"" > "$launcher" && chmod +x "$launcher" || return
   # The second CMAKE_EXE_LINKER_FLAGS wins: executables only, not libraries.
   configure "$tsan_dir" "-fsanitize=thread" "-fsanitize=thread" \
-    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread $shim$exports" \
-    "-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher" || return
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread $shim$exports" || return
   cmake --build "$tsan_dir" -j "$jobs" --target "${tsan_tests[@]}"
 }
 tsan_run() {
