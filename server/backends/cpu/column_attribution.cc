@@ -7,6 +7,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "server/backends/cpu/compress8.h"
+
 namespace pricer {
 namespace {
 
@@ -96,21 +98,8 @@ __attribute__((target("avx512f,popcnt"))) int64_t CandidatesAvx512(const float* 
   return n + Candidates(values, p, rows, hi, out + n);  // the last few
 }
 
-// The lanes set in each 8-bit mask, ascending, one per byte (the rest 0).
-constexpr std::array<uint64_t, 256> KeptLanes() {
-  std::array<uint64_t, 256> lanes{};
-  for (int mask = 0; mask < 256; ++mask) {
-    int n = 0;
-    for (int lane = 0; lane < 8; ++lane) {
-      if ((mask >> lane & 1) != 0) lanes[mask] |= static_cast<uint64_t>(lane) << (8 * n++);
-    }
-  }
-  return lanes;
-}
-constexpr std::array<uint64_t, 256> kKeptLanes = KeptLanes();
-
 // The same with AVX2, which has no compress: 8 paths at a time, a compare,
-// the kept lanes' numbers from a table by the compare's mask, plus the
+// the kept lanes' numbers from compress8.h's table by the compare's mask, plus the
 // first path's index, stored at once.
 __attribute__((target("avx2,popcnt"))) int64_t CandidatesAvx2(const float* values, int64_t rows,
                                                               float hi, int32_t* out) {
@@ -120,7 +109,7 @@ __attribute__((target("avx2,popcnt"))) int64_t CandidatesAvx2(const float* value
     const int keep =
         _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(values + p), bound, _CMP_LE_OQ));
     const __m256i lanes =
-        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(kKeptLanes[keep])));
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(kKeptLanes.lanes[keep]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + n),
                         _mm256_add_epi32(lanes, _mm256_set1_epi32(static_cast<int32_t>(p))));
     n += __builtin_popcount(static_cast<unsigned>(keep));

@@ -6,55 +6,15 @@
 #include <array>
 #include <cstring>
 
+#include "server/backends/cpu/compress8.h"
+
 namespace pricer {
 namespace {
 
-// Eight floats, four doubles and eight lane masks in explicit SIMD lanes (GCC
-// vector extensions): AVX2 registers in the AVX2 pass, SSE pairs otherwise.
-typedef float Floats8 __attribute__((vector_size(32)));
+// Four doubles in explicit SIMD lanes (GCC vector extensions), beside
+// compress8.h's eight floats and lane masks: AVX2 registers in the AVX2 pass,
+// SSE pairs otherwise.
 typedef double Doubles4 __attribute__((vector_size(32)));
-typedef int32_t Ints8 __attribute__((vector_size(32)));
-
-// The portable compress: every lane stored, the index advanced past the
-// kept ones only (no branches).
-struct PortableCompress {
-  static int64_t Store(const Floats8& x, const Ints8& keep, float* out, int64_t n) {
-    for (int l = 0; l < 8; ++l) {
-      out[n] = x[l];
-      n -= keep[l];  // a kept lane is -1
-    }
-    return n;
-  }
-};
-
-// For each 8-bit mask, the lanes it keeps, in order: the permutation that
-// packs them to the front of a vector.
-struct CompressTable {
-  alignas(32) int32_t lanes[256][8];
-};
-constexpr CompressTable MakeCompressTable() {
-  CompressTable table{};
-  for (int mask = 0; mask < 256; ++mask) {
-    int n = 0;
-    for (int lane = 0; lane < 8; ++lane) {
-      if ((mask >> lane) & 1) table.lanes[mask][n++] = lane;
-    }
-  }
-  return table;
-}
-constexpr CompressTable kCompressTable = MakeCompressTable();
-
-// The AVX2 compress: one permutation and one unaligned store of 8 lanes.
-struct Avx2Compress {
-  __attribute__((target("avx2,popcnt"))) static int64_t Store(const Floats8& x, const Ints8& keep,
-                                                              float* out, int64_t n) {
-    const int mask = _mm256_movemask_ps(reinterpret_cast<__m256>(keep));
-    const __m256i lanes =
-        _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompressTable.lanes[mask]));
-    _mm256_storeu_ps(out + n, _mm256_permutevar8x32_ps(reinterpret_cast<__m256>(x), lanes));
-    return n + __builtin_popcount(static_cast<unsigned>(mask));
-  }
-};
 
 // The values [p, rows) after the last full 8 of a pass, one at a time.
 template <bool kMoments, bool kWindow, bool kBounded>
