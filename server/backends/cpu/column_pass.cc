@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "server/backends/cpu/compress8.h"
 
@@ -17,15 +18,17 @@ namespace {
 typedef double Doubles4 __attribute__((vector_size(32)));
 
 // The values [p, rows) after the last full 8 of a pass, one at a time.
-template <bool kMoments, bool kWindow, bool kBounded>
+template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
 inline void PassRemainder(const float* values, int64_t p, int64_t rows, ColumnWindow window,
                           float* kept, ColumnPass* pass) {
   for (; p < rows; ++p) {
     const float v = values[p];
-    if constexpr (kMoments) {
+    if constexpr (kSums) {
       const double d = static_cast<double>(v) - pass->shift;
       pass->sum += d;
       pass->squares += d * d;
+    }
+    if constexpr (kExtremes) {
       pass->min = std::min(pass->min, v);
       pass->max = std::max(pass->max, v);
     }
@@ -73,7 +76,7 @@ struct PassLanes {
 // their order, with the count and sum of those under it. Eight lanes, lane l
 // taking the values at p = l (mod 8), in a fixed order: the bits are the same
 // whichever compress runs.
-template <bool kMoments, bool kWindow, bool kBounded, typename Compress>
+template <bool kSums, bool kExtremes, bool kWindow, bool kBounded, typename Compress>
 __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, int64_t rows,
                                                           ColumnWindow window, float* kept) {
   const double shift = values[0];
@@ -92,9 +95,11 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
         __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3), Doubles4);
     const Doubles4 high =
         __builtin_convertvector(__builtin_shufflevector(x, x, 4, 5, 6, 7), Doubles4);
-    if constexpr (kMoments) {
+    if constexpr (kExtremes) {
       lo = x < lo ? x : lo;
       hi = x > hi ? x : hi;
+    }
+    if constexpr (kSums) {
       s1_low += low - shift4;
       s1_high += high - shift4;
       s2_low += (low - shift4) * (low - shift4);
@@ -122,7 +127,7 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
     lanes.least[l] = lo[l], lanes.largest[l] = hi[l], lanes.counts[l] = under_count[l];
   }
   ColumnPass pass = lanes.Sum(shift, n);
-  PassRemainder<kMoments, kWindow, kBounded>(values, p, rows, window, kept, &pass);
+  PassRemainder<kSums, kExtremes, kWindow, kBounded>(values, p, rows, window, kept, &pass);
   return pass;
 }
 
@@ -132,7 +137,7 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
 // vcompressps into a register, then one store (the form that writes memory
 // is microcoded on some processors). Each lane takes the same values in the
 // same order and the lanes are summed as PassBody sums them: the same bits.
-template <bool kMoments, bool kWindow, bool kBounded>
+template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
 __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pass(
     const float* values, int64_t rows, ColumnWindow window, float* kept) {
   const __m512d shift8 = _mm512_set1_pd(values[0]);
@@ -146,10 +151,14 @@ __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pas
     const __m256 x = _mm256_loadu_ps(values + p);
     // maskz: the unmasked form trips GCC 12's maybe-uninitialized (its undefined source).
     const __m512d d = _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), x);
-    if constexpr (kMoments) {
-      // As PassBody: x < lo ? x : lo, and x > hi ? x : hi.
-      lo = _mm256_blendv_ps(lo, x, _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-      hi = _mm256_blendv_ps(hi, x, _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
+    if constexpr (kExtremes) {
+      // As PassBody: x < lo ? x : lo, and x > hi ? x : hi, which is what
+      // vminps and vmaxps return (the second operand unless the first is
+      // less, or greater: for NaN and signed zeros too).
+      lo = _mm256_min_ps(x, lo);
+      hi = _mm256_max_ps(x, hi);
+    }
+    if constexpr (kSums) {
       const __m512d centred = _mm512_sub_pd(d, shift8);
       s1 = _mm512_add_pd(s1, centred);
       s2 = _mm512_add_pd(s2, _mm512_mul_pd(centred, centred));
@@ -175,42 +184,47 @@ __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pas
   _mm256_storeu_ps(lanes.largest, hi);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes.counts), under_count);
   ColumnPass pass = lanes.Sum(values[0], n);
-  PassRemainder<kMoments, kWindow, kBounded>(values, p, rows, window, kept, &pass);
+  PassRemainder<kSums, kExtremes, kWindow, kBounded>(values, p, rows, window, kept, &pass);
   return pass;
 }
 
-template <bool kMoments, bool kWindow, bool kBounded>
+template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
 ColumnPass PortablePass(const float* values, int64_t rows, ColumnWindow window, float* kept) {
-  return PassBody<kMoments, kWindow, kBounded, PortableCompress>(values, rows, window, kept);
+  return PassBody<kSums, kExtremes, kWindow, kBounded, PortableCompress>(values, rows, window,
+                                                                         kept);
 }
 
 // flatten: PassBody and the compress inlined into the AVX2 code.
-template <bool kMoments, bool kWindow, bool kBounded>
+template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
 __attribute__((target("avx2,popcnt"), flatten)) ColumnPass Avx2Pass(const float* values,
                                                                     int64_t rows,
                                                                     ColumnWindow window,
                                                                     float* kept) {
-  return PassBody<kMoments, kWindow, kBounded, Avx2Compress>(values, rows, window, kept);
+  return PassBody<kSums, kExtremes, kWindow, kBounded, Avx2Compress>(values, rows, window, kept);
+}
+
+// Each kernel's 16 passes, at sums * 8 + extremes * 4 + window * 2 + bounded.
+template <size_t... I>
+constexpr std::array<ColumnPassFunction, 16> PortablePasses(std::index_sequence<I...>) {
+  return {PortablePass<(I & 8) != 0, (I & 4) != 0, (I & 2) != 0, (I & 1) != 0>...};
+}
+template <size_t... I>
+constexpr std::array<ColumnPassFunction, 16> Avx2Passes(std::index_sequence<I...>) {
+  return {Avx2Pass<(I & 8) != 0, (I & 4) != 0, (I & 2) != 0, (I & 1) != 0>...};
+}
+template <size_t... I>
+constexpr std::array<ColumnPassFunction, 16> Avx512Passes(std::index_sequence<I...>) {
+  return {Avx512Pass<(I & 8) != 0, (I & 4) != 0, (I & 2) != 0, (I & 1) != 0>...};
 }
 
 }  // namespace
 
-ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool moments, bool window, bool bounded) {
-  static constexpr std::array<ColumnPassFunction, 8> kPortable = {
-      PortablePass<false, false, false>, PortablePass<false, false, true>,
-      PortablePass<false, true, false>,  PortablePass<false, true, true>,
-      PortablePass<true, false, false>,  PortablePass<true, false, true>,
-      PortablePass<true, true, false>,   PortablePass<true, true, true>};
-  static constexpr std::array<ColumnPassFunction, 8> kAvx2 = {
-      Avx2Pass<false, false, false>, Avx2Pass<false, false, true>, Avx2Pass<false, true, false>,
-      Avx2Pass<false, true, true>,   Avx2Pass<true, false, false>, Avx2Pass<true, false, true>,
-      Avx2Pass<true, true, false>,   Avx2Pass<true, true, true>};
-  static constexpr std::array<ColumnPassFunction, 8> kAvx512 = {
-      Avx512Pass<false, false, false>, Avx512Pass<false, false, true>,
-      Avx512Pass<false, true, false>,  Avx512Pass<false, true, true>,
-      Avx512Pass<true, false, false>,  Avx512Pass<true, false, true>,
-      Avx512Pass<true, true, false>,   Avx512Pass<true, true, true>};
-  const size_t index = (moments ? 4 : 0) + (window ? 2 : 0) + (bounded ? 1 : 0);
+ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool sums, bool extremes, bool window,
+                                    bool bounded) {
+  static constexpr auto kPortable = PortablePasses(std::make_index_sequence<16>());
+  static constexpr auto kAvx2 = Avx2Passes(std::make_index_sequence<16>());
+  static constexpr auto kAvx512 = Avx512Passes(std::make_index_sequence<16>());
+  const size_t index = (sums ? 8 : 0) + (extremes ? 4 : 0) + (window ? 2 : 0) + (bounded ? 1 : 0);
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                       __builtin_cpu_supports("avx512dq");
   const bool avx2 = __builtin_cpu_supports("avx2");

@@ -40,8 +40,11 @@ using ColumnPassFunction = ColumnPass (*)(const float* values, int64_t rows, Col
                                           float* kept);
 constexpr int64_t kColumnPassSlack = 8;
 
-// The pass that computes the moments (when `moments`) and the window's copy
-// (when `window`; `bounded` when its lower end may be finite).
-ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool moments, bool window, bool bounded);
+// The pass that computes the sums of the mean and variance (when `sums`), the
+// least and largest values (when `extremes`) and the window's copy (when
+// `window`; `bounded` when its lower end may be finite). What is not asked
+// for is left out of its loop.
+ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool sums, bool extremes, bool window,
+                                    bool bounded);
 
 }  // namespace pricer

@@ -79,8 +79,9 @@ ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows,
     sampled_ = WindowFromSample(span_, rows_);
     bounded_ = sampled_ && SampleRangeOf(span_, rows_, 0).bounded();
   }
-  first_ = ChooseColumnPass(kernel, selection_.moments(), sampled_, bounded_);
-  retry_ = ChooseColumnPass(kernel, false, true, bounded_);
+  first_ = ChooseColumnPass(kernel, selection_.mean || selection_.stddev,
+                            selection_.min || selection_.max, sampled_, bounded_);
+  retry_ = ChooseColumnPass(kernel, false, false, true, bounded_);
   if (order_) window_.resize(static_cast<size_t>(rows_ + kColumnPassSlack));
 }
 
