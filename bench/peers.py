@@ -18,7 +18,7 @@ LABELS = {"torch_cpu": "PyTorch (CPU) st @ a + the same statistics",
           "tensorflow": "TensorFlow (CPU) tf.compat.v1 graph of shards"}
 # The ways whose speed-up the service is measured against (NumPy is always run).
 ALL = ("numpy",) + tuple(LABELS)
-TARGET_KEPT = 0.9  # the service keeps >= 90% of the bare GEMM's speed-up over each peer
+TARGET_KEPT = 0.92  # the service keeps >= 92% of the bare GEMM's speed-up over each peer (issue 28)
 
 
 def log(message):
