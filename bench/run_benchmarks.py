@@ -79,19 +79,13 @@ def openblas_core(build, env):
 
 
 def arithmetic_limit():
-    """The processor's float32 arithmetic limit, GFLOP/s: cores x 2 FMA units x
-    lanes (16 with AVX-512, 8 with AVX2, 4 on AMD's Zen and Zen+, family 23
-    below model 0x30, whose FMA units are 128 bits wide and split a 256-bit
-    one in two) x 2 flops x the clock /proc/cpuinfo reports (nominal on a
-    VM), with the figures it came from."""
+    """Float32 GFLOP/s: cores x 2 FMA units x lanes (16 with AVX-512, 8 with AVX2, 4 on
+    Zen and Zen+, whose FMA units are 128-bit) x 2 x the nominal clock; and its figures."""
     text = open("/proc/cpuinfo").read()
     flags = re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()
-    lanes = 16 if "avx512f" in flags else 8 if "fma" in flags else 4
-    family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
-    model = re.search(r"^model\s*:\s*(\d+)", text, re.M)
-    if ("AuthenticAMD" in text and family and model and int(family.group(1)) == 23
-            and int(model.group(1)) < 0x30):
-        lanes = 4
+    zen1 = re.search(r"^cpu family\s*:\s*23\nmodel\s*:\s*(\d+)", text, re.M)
+    lanes = 16 if "avx512f" in flags else 4 if zen1 and int(zen1.group(1)) < 0x30 else \
+        8 if "fma" in flags else 4
     mhz = max(float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M))
     cores = os.cpu_count()
     return {"gflops": cores * 2 * lanes * 2 * mhz / 1000, "cores": cores, "lanes": lanes,
