@@ -2,7 +2,8 @@
 // service's shape, ST (P x N) times A (N x M), with every core, as a user
 // would call BLAS in their own process. Prints JSON: the seconds of the call
 // (inputs filled and the output touched beforehand, so neither allocation
-// nor page faults are timed) and its GFLOP/s.
+// nor page faults are timed), its GFLOP/s and the kernels that ran. It runs
+// OpenBLAS's kernels as pricerd does (RunOnTheProcessorsBlasCore).
 //
 //   bare_sgemm --paths 10000 --issuers 500 --scenarios 100000 [--repeats 1]
 #include <cblas.h>
@@ -15,8 +16,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "server/backends/cpu/blas_core.h"
 
 int main(int argc, char** argv) {
+  pricer::RunOnTheProcessorsBlasCore(argv);
   int64_t paths = 10000, issuers = 500, scenarios = 100000;
   int repeats = 1;
   CLI::App app{"one multi-threaded cblas_sgemm of shape P x N times N x M"};
@@ -48,9 +51,9 @@ int main(int argc, char** argv) {
                        static_cast<double>(scenarios);
   std::printf(
       "{\"paths\": %lld, \"issuers\": %lld, \"scenarios\": %lld, \"seconds\": %.6f, "
-      "\"gflops\": %.3f, \"threads\": %u}\n",
+      "\"gflops\": %.3f, \"threads\": %u, \"kernels\": \"%s\"}\n",
       static_cast<long long>(paths), static_cast<long long>(issuers),
       static_cast<long long>(scenarios), best, flops / best / 1e9,
-      std::max(1u, std::thread::hardware_concurrency()));
+      std::max(1u, std::thread::hardware_concurrency()), pricer::BlasKernels().c_str());
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "server/backends/cpu/blas_core.h"
 #include "server/model/instruments.h"
 
 namespace {
@@ -64,6 +65,7 @@ Book MakeBook(int64_t paths, int64_t issuers, int64_t per_issuer, std::mt19937& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  pricer::RunOnTheProcessorsBlasCore(argv);  // the GEMMs on the kernels pricerd runs
   int64_t paths = 10000, issuers = 500, per_issuer = 2, scenarios = 100000;
   int repeats = 3;
   CLI::App app{"V's build against the shard GEMMs, one core"};

@@ -65,13 +65,13 @@ def environments():
 
 
 def openblas_core(build, env):
-    """The kernel OpenBLAS loads under `env` (OPENBLAS_VERBOSE=2 prints "Core: X"), for
-    the service and bare_sgemm (one library) and for NumPy (Debian's BLAS)."""
+    """The kernel OpenBLAS loads under `env` (OPENBLAS_VERBOSE=2's last "Core: X": bare_sgemm
+    may run again, as pricerd does), for the service and bare_sgemm and for NumPy."""
     def core(command):
         done = subprocess.run(command, env=dict(env, OPENBLAS_VERBOSE="2"), capture_output=True,
                               text=True)
-        match = re.search(r"Core: (\S+)", done.stdout + done.stderr)
-        return match.group(1) if match else "unknown"
+        found = re.findall(r"Core: (\S+)", done.stdout + done.stderr)
+        return found[-1] if found else "unknown"
     return {"openblas": core([os.path.join(build, "bench/bare_sgemm"), "--paths", "64",
                               "--issuers", "64", "--scenarios", "64"]),
             "numpy": core([sys.executable, "-c",

@@ -34,6 +34,7 @@ int DevicesCommand::Run(PricerClient& client) {
     std::cout << absl::StrFormat("%-10s %-6s %16d %16d %16d %12d %10.2f\n", d.name(), d.kind(),
                                  d.memory_budget_bytes(), d.bytes_in_use(), d.peak_bytes(),
                                  d.shards_done(), d.busy_seconds());
+    if (!d.kernels().empty()) std::cout << "  kernels: " << d.kernels() << "\n";
     if (d.headroom_bytes() > 0) {
       std::cout << absl::StrFormat("  headroom outside the budget (measured at start): %d bytes\n",
                                    d.headroom_bytes());

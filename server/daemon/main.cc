@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "pricer/version.h"
+#include "server/backends/cpu/blas_core.h"
 #include "server/backends/device_registry.h"
 #include "server/service/logging.h"
 #include "server/service/pricer_server.h"
@@ -324,6 +325,8 @@ absl::StatusOr<pricer::ServerOptions> ToServerOptions(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: it may execute pricerd again (blas_core.h).
+  pricer::RunOnTheProcessorsBlasCore(argv);
   UseOneMallocArena();  // before any thread starts
   Flags flags;
   CLI::App app{"pricerd: Monte Carlo scenario pricing over gRPC"};

@@ -63,6 +63,9 @@ class Device {
 
   const std::string& name() const { return name_; }
   virtual std::string kind() const = 0;
+  // What the device's GEMMs run, e.g. "OpenBLAS 0.3.21, Cooperlake kernels"
+  // or "cuBLAS, NVIDIA H200 (sm_90)"; empty where the backend does not say.
+  virtual std::string kernels() const { return ""; }
   // Device memory the process holds outside the budget, measured when the
   // device was made (a GPU's CUDA context and loaded modules); 0 where
   // every byte is in the budget.

@@ -77,6 +77,7 @@ struct EngineOptions {
 struct DeviceStatus {
   std::string name;
   std::string kind;
+  std::string kernels;  // Device::kernels
   int64_t memory_budget_bytes = 0;
   int64_t bytes_in_use = 0;
   int64_t peak_bytes = 0;

@@ -245,8 +245,8 @@ absl::Status PricerServer::Listen(const ServerOptions& options,
 void PricerServer::LogStarted(const ServerOptions& options) const {
   spdlog::info("pricerd {} ({})", kVersion, kBuildOptions);
   for (const DeviceStatus& d : engine_->DeviceStatuses()) {
-    spdlog::info("device {} ({}), memory budget {} bytes, headroom outside it {} bytes", d.name,
-                 d.kind, d.memory_budget_bytes, d.headroom_bytes);
+    spdlog::info("device {} ({}, {}), memory budget {} bytes, headroom outside it {} bytes", d.name,
+                 d.kind, d.kernels, d.memory_budget_bytes, d.headroom_bytes);
   }
   spdlog::info("pinned host memory bound {} bytes", engine_->Status().pinned_budget_bytes);
   spdlog::info("pricerd listening on {} (port {}){}{}", options.listen, port_,

@@ -312,6 +312,7 @@ void ToListDevicesReply(const std::vector<DeviceStatus>& devices, const EngineSt
     v1::DeviceInfo* info = reply->add_devices();
     info->set_name(status.name);
     info->set_kind(status.kind);
+    info->set_kernels(status.kernels);
     info->set_memory_budget_bytes(status.memory_budget_bytes);
     info->set_bytes_in_use(status.bytes_in_use);
     info->set_peak_bytes(status.peak_bytes);

@@ -63,6 +63,8 @@ class SmallDevicesTest(unittest.TestCase):
                                             "s"])
         rows = {}
         for line in lines[2:-1]:
+            if line.startswith("  "):  # a device's details (kernels, headroom, lost)
+                continue
             name, kind, *numbers = line.split()
             rows[name] = [kind] + [int(x) for x in numbers[:4]] + [float(numbers[4])]
         return rows, lines[-1]
@@ -109,6 +111,7 @@ class SmallDevicesTest(unittest.TestCase):
         self.assertEqual([d["name"] for d in reply["devices"]], ["cpu0", "cpu1"])
         for d in reply["devices"]:
             self.assertEqual(d["kind"], "cpu")
+            self.assertRegex(d["kernels"], r"^OpenBLAS \d+\.\d+\.\d+, \w+ kernels")
             # Protobuf's JSON mapping writes int64 as a string.
             self.assertIsInstance(d["memoryBudgetBytes"], str)
             self.assertEqual(int(d["memoryBudgetBytes"]), self.BUDGET)

@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "server/backends/cpu/blas_core.h"
 #include "server/backends/cpu/column_attribution.h"
 #include "server/backends/cpu/column_reducer.h"
 #include "server/backends/cpu/cpu_paths.h"
@@ -244,6 +245,8 @@ CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
     : Device(std::move(name), budget_bytes), threads_(std::max(1, threads)) {
   UseSingleThreadedBlas();
 }
+
+std::string CpuDevice::kernels() const { return BlasKernels(); }
 
 CpuJobBuffers CpuDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t issuers = spec.market.issuers();

@@ -38,6 +38,7 @@ class CpuDevice : public Device {
   CpuDevice(std::string name, int64_t budget_bytes, int threads);
 
   std::string kind() const override { return "cpu"; }
+  std::string kernels() const override;
   int threads() const { return threads_; }
   // The buffers of a job, named, as its DeviceJob allocates them.
   CpuJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "server/backends/cuda/cuda_job.h"
 #include "server/backends/cuda/cuda_shard_slot.h"
 #include "server/backends/cuda/kernels.h"
@@ -54,6 +55,11 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, cons
       pinned_pool_(
           PinnedPool::Make(pinned_memory_, PinnedPool::CudaPinned(ordinal_, this->name()))),
       stream_pool_(std::make_shared<StreamPool>(ordinal_, this->name())) {}
+
+std::string CudaDevice::kernels() const {
+  return absl::StrCat("cuBLAS, ", gpu_.model.empty() ? "GPU" : gpu_.model, " (sm_",
+                      gpu_.compute_capability, ")");
+}
 
 CudaJobBuffers CudaDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t paths = spec.paths;

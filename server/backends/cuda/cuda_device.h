@@ -38,6 +38,7 @@ struct GpuProfile {
   // Whether the free memory before the context was read (NVML); without it
   // the headroom leaves out the context's own bytes.
   bool context_measured = false;
+  std::string model;  // the GPU's name, e.g. "NVIDIA H200"
 
   // The cuBLAS workspace of each handle, as the cuBLAS documentation
   // recommends for the architecture (cublasSetWorkspace): 32 MiB from
@@ -50,7 +51,7 @@ struct GpuProfile {
 // A device made without measuring a GPU (the sizing tests, on hosts without
 // one): a Hopper, whose handles and context are taken to hold nothing the
 // table does not count.
-inline constexpr GpuProfile kUnmeasuredHopper{90, 0, 0, false};
+inline const GpuProfile kUnmeasuredHopper{90, 0, 0, false, ""};
 
 // What a cuda job allocates on its GPU, each buffer an entry of its
 // AllocationTable (CudaDevice::Allocations) and allocated from it, and the
@@ -158,6 +159,7 @@ class CudaDevice : public Device {
              std::shared_ptr<MemoryAccount> pinned_memory);
 
   std::string kind() const override { return "cuda"; }
+  std::string kernels() const override;
   int64_t headroom_bytes() const override { return gpu_.context_headroom_bytes; }
   int ordinal() const { return ordinal_; }
   const GpuProfile& gpu() const { return gpu_; }

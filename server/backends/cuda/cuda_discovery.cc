@@ -105,6 +105,7 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> MakeCudaDevice(
   RETURN_IF_ERROR(PRICER_CUDA_STATUS(name, cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), ordinal)));
   GpuProfile gpu;
   gpu.compute_capability = properties.major * 10 + properties.minor;
+  gpu.model = properties.name;
   const absl::StatusOr<int64_t> before_context = NvmlFreeBytes(bus_id);
 
   ScopedDevice current(ordinal, name);  // makes the context

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17pricer/v1/devices.proto\x12\tpricer.v1\"\x14\n\x12ListDevicesRequest\"\xc0\x01\n\nDeviceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x1b\n\x13memory_budget_bytes\x18\x03 \x01(\x03\x12\x14\n\x0c\x62ytes_in_use\x18\x04 \x01(\x03\x12\x12\n\npeak_bytes\x18\x05 \x01(\x03\x12\x13\n\x0bshards_done\x18\x06 \x01(\x03\x12\x14\n\x0c\x62usy_seconds\x18\x07 \x01(\x01\x12\x0c\n\x04lost\x18\x08 \x01(\t\x12\x16\n\x0eheadroom_bytes\x18\t \x01(\x03\"\x9a\x02\n\x10ListDevicesReply\x12&\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x15.pricer.v1.DeviceInfo\x12\x13\n\x0bqueued_jobs\x18\x02 \x01(\x03\x12\x17\n\x0fmax_queued_jobs\x18\x03 \x01(\x03\x12\x15\n\rpending_bytes\x18\x04 \x01(\x03\x12\x19\n\x11max_pending_bytes\x18\x05 \x01(\x03\x12\x16\n\x0eserver_version\x18\x06 \x01(\t\x12\x11\n\tserver_id\x18\x07 \x01(\t\x12\x1b\n\x13pinned_memory_bytes\x18\x08 \x01(\x03\x12\x1b\n\x13pinned_bytes_in_use\x18\t \x01(\x03\x12\x19\n\x11pinned_peak_bytes\x18\n \x01(\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17pricer/v1/devices.proto\x12\tpricer.v1\"\x14\n\x12ListDevicesRequest\"\xd1\x01\n\nDeviceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x1b\n\x13memory_budget_bytes\x18\x03 \x01(\x03\x12\x14\n\x0c\x62ytes_in_use\x18\x04 \x01(\x03\x12\x12\n\npeak_bytes\x18\x05 \x01(\x03\x12\x13\n\x0bshards_done\x18\x06 \x01(\x03\x12\x14\n\x0c\x62usy_seconds\x18\x07 \x01(\x01\x12\x0c\n\x04lost\x18\x08 \x01(\t\x12\x16\n\x0eheadroom_bytes\x18\t \x01(\x03\x12\x0f\n\x07kernels\x18\n \x01(\t\"\x9a\x02\n\x10ListDevicesReply\x12&\n\x07\x64\x65vices\x18\x01 \x03(\x0b\x32\x15.pricer.v1.DeviceInfo\x12\x13\n\x0bqueued_jobs\x18\x02 \x01(\x03\x12\x17\n\x0fmax_queued_jobs\x18\x03 \x01(\x03\x12\x15\n\rpending_bytes\x18\x04 \x01(\x03\x12\x19\n\x11max_pending_bytes\x18\x05 \x01(\x03\x12\x16\n\x0eserver_version\x18\x06 \x01(\t\x12\x11\n\tserver_id\x18\x07 \x01(\t\x12\x1b\n\x13pinned_memory_bytes\x18\x08 \x01(\x03\x12\x1b\n\x13pinned_bytes_in_use\x18\t \x01(\x03\x12\x19\n\x11pinned_peak_bytes\x18\n \x01(\x03\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pricer.v1.devices_pb2', globals())
@@ -23,7 +23,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _LISTDEVICESREQUEST._serialized_start=38
   _LISTDEVICESREQUEST._serialized_end=58
   _DEVICEINFO._serialized_start=61
-  _DEVICEINFO._serialized_end=253
-  _LISTDEVICESREPLY._serialized_start=256
-  _LISTDEVICESREPLY._serialized_end=538
+  _DEVICEINFO._serialized_end=270
+  _LISTDEVICESREPLY._serialized_start=273
+  _LISTDEVICESREPLY._serialized_end=555
 # @@protoc_insertion_point(module_scope)
