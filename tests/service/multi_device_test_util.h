@@ -64,6 +64,14 @@ class Call {
     call_.status = reader_->Finish();
     return std::move(call_);
   }
+  // Finish() for a stream too long to hold: keeps only the first reply and
+  // the last one read.
+  PriceCall FinishKeepingFirstAndLast() {
+    while (Read()) {
+      if (call_.replies.size() > 2) call_.replies.erase(call_.replies.begin() + 1);
+    }
+    return Finish();
+  }
   void Cancel() { context_.TryCancel(); }
   const std::vector<v1::PriceReply>& replies() const { return call_.replies; }
 
