@@ -19,14 +19,17 @@
 #include "server/backends/cpu/column_reducer.h"
 #include "server/backends/cpu/cpu_paths.h"
 #include "server/backends/cpu/cpu_team.h"
+#include "server/backends/cpu/gemm_width.h"
 #include "server/backends/host/covariance_moments.h"
 #include "server/model/statistic_errors.h"
 
 namespace pricer {
 namespace {
 
-// The flops of one GEMM between two polls of a shard's stop: 0.05-0.15 s on a
-// core (OpenBLAS SGEMM at 32-90 GFLOP/s per core on the machines seen).
+// The flops of one block's GEMM between two polls of a shard's stop:
+// 0.05-0.15 s on a core (OpenBLAS SGEMM at 32-90 GFLOP/s per core on AVX2
+// machines). A wide call (gemm_width.h) takes up to 2e10, on kernels of
+// 140+ GFLOP/s a core: 0.15 s too.
 constexpr double kFlopsPerPoll = 5e9;
 
 // The paths (rows of ST and SC) of each GEMM of a block of kColumnAlignment
@@ -87,37 +90,27 @@ class CpuDeviceJob : public DeviceJob {
                              out->contribution_buffers);
     }
     if (spec_.output.full) out->values.resize(static_cast<size_t>(kept * paths));
-    const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
 
-    // One fixed-shape GEMM (or a fixed split of it) per aligned block of A, then the kept columns:
-    // statistics while they are in cache, values copied out.
+    // Tasks of whole aligned blocks of A: one GEMM call (or a fixed split of
+    // its rows) per block, or per run of up to GemmColumns's width where
+    // OpenBLAS gives the same bits that way (gemm_width.h); then each block's
+    // kept columns: statistics while they are in cache, values copied out.
     constexpr int64_t kBlock = kColumnAlignment;
     const int64_t blocks = (width + kBlock - 1) / kBlock;
+    const int64_t widest = GemmColumns(PathsPerGemm(paths, issuers), issuers) / kBlock;
     double gemm_seconds = 0, statistics_seconds = 0;
     StopPoll stop(spec_);
     WithTeam(device_, blocks, [&](int team) {
+      // As wide as allowed, but a task for each thread of the team.
+      const int64_t per_task = std::clamp<int64_t>((blocks + team - 1) / team, 1, widest);
+      const int64_t tasks = (blocks + per_task - 1) / per_task;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) \
     reduction(+ : gemm_seconds, statistics_seconds)
-      for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t t = 0; t < tasks; ++t) {
         if (stop.Stopped()) continue;
-        const auto start = std::chrono::steady_clock::now();
-        const int64_t first = b * kBlock;  // offset in the shard
-        const int64_t count = std::min(kBlock, width - first);
-        float* a = buffers.a.data() + first * issuers;
-        spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
-        // A block whose columns are all kept is multiplied straight into the output.
-        const int64_t begin = shard.gemm_begin + first;
-        float* sc = buffers.sc.data() + first * paths;
-        if (spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end) {
-          sc = out->values.data() + (begin - shard.out_begin) * paths;
-        }
-        if (!MultiplyBlock(a, count, sc, stop)) continue;
-        const auto multiplied = std::chrono::steady_clock::now();
-
-        KeepBlock(shard, first, count, a, sc, discount, out, stop);
-        const auto reduced = std::chrono::steady_clock::now();
-        gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
-        statistics_seconds += std::chrono::duration<double>(reduced - multiplied).count();
+        const int64_t first = t * per_task * kBlock;  // offset in the shard
+        RunTask(shard, buffers, first, std::min(per_task * kBlock, width - first), out, stop,
+                &gemm_seconds, &statistics_seconds);
       }
     });
     out->gemm_seconds = gemm_seconds;
@@ -142,9 +135,38 @@ class CpuDeviceJob : public DeviceJob {
     AccountedArray<float> sc;
   };
 
-  // SC = X A for one block of `count` (<= kColumnAlignment) columns of A, in GEMMs of
-  // PathsPerGemm rows each, polling `stop` between them; false when stopped.
-  bool MultiplyBlock(const float* a, int64_t count, float* sc, StopPoll& stop) const {
+  // One task of RunShard: the `count` columns at `first` in the shard (whole
+  // aligned blocks) multiplied in one call (or its fixed split of rows), then
+  // each block's kept columns. Adds its seconds to the two sums.
+  void RunTask(const Shard& shard, Buffers& buffers, int64_t first, int64_t count, ShardOutput* out,
+               StopPoll& stop, double* gemm_seconds, double* statistics_seconds) const {
+    const int64_t paths = spec_.paths;
+    const int64_t issuers = spec_.position_rows();
+    const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
+    const auto start = std::chrono::steady_clock::now();
+    float* a = buffers.a.data() + first * issuers;
+    spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
+    // A task whose columns are all kept is multiplied straight into the output.
+    const int64_t begin = shard.gemm_begin + first;
+    float* sc = buffers.sc.data() + first * paths;
+    if (spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end) {
+      sc = out->values.data() + (begin - shard.out_begin) * paths;
+    }
+    if (!MultiplyColumns(a, count, sc, stop)) return;
+    const auto multiplied = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < count; b += kColumnAlignment) {
+      KeepBlock(shard, first + b, std::min(kColumnAlignment, count - b), a + b * issuers,
+                sc + b * paths, discount, out, stop);
+    }
+    const auto reduced = std::chrono::steady_clock::now();
+    *gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
+    *statistics_seconds += std::chrono::duration<double>(reduced - multiplied).count();
+  }
+
+  // SC = X A for `count` columns of A (aligned blocks, at most GemmColumns's
+  // width), in GEMMs of PathsPerGemm rows each, polling `stop` between them;
+  // false when stopped.
+  bool MultiplyColumns(const float* a, int64_t count, float* sc, StopPoll& stop) const {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.position_rows();
     const int64_t step = PathsPerGemm(paths, issuers);

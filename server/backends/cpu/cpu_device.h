@@ -2,9 +2,11 @@
 // cblas_sgemm, statistics of each column block right after its GEMM.
 //
 // OpenBLAS runs single-threaded here; the device parallelises itself, one
-// aligned block of kColumnAlignment columns per task on its own OpenMP team. Each
-// block is one sgemm call of a fixed shape, which makes every result column
-// independent of how the work is split, and lets K logical cpu devices share
+// aligned block of kColumnAlignment columns per task on its own OpenMP team,
+// each block one sgemm call of a shape the job fixes, which makes every
+// result column independent of how the work is split (where the kernels
+// give the same bits for a run of up to eight blocks in one call, a task
+// takes such a run: gemm_width.h). It also lets K logical cpu devices share
 // the cores without OpenBLAS's global thread pool serialising them.
 #pragma once
 
