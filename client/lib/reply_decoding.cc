@@ -3,6 +3,7 @@
 #include <google/protobuf/descriptor.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <utility>
 
@@ -46,9 +47,14 @@ class Cursor {
   // Bytes left before `end`: none when already past it.
   int64_t Left(int64_t end) const { return std::max<int64_t>(0, end - position_); }
 
-  // A length that ends by `end`, and so do the bytes it counts.
+  // A length that ends by `end`, and so do the bytes it counts. Within
+  // protobuf's own limits for a length, or it would refuse what this
+  // accepts: at most 5 bytes (an overlong 0 of 6 bytes was accepted here
+  // once: fuzz_price_reply) and under 2^31 - 16 (its ReadSize).
   bool ReadLength(int64_t end, uint64_t* length, std::string* raw = nullptr) {
-    return ReadVarint(length, raw) && position_ <= end &&
+    const int64_t start = position_;
+    return ReadVarint(length, raw) && position_ - start <= 5 &&
+           *length <= static_cast<uint64_t>(INT32_MAX - 16) && position_ <= end &&
            *length <= static_cast<uint64_t>(end - position_);
   }
 

@@ -171,7 +171,13 @@ TEST(DecodeReply, RefusesWhatIsNotAReply) {
         // fuzzer's first find: it looped).
         std::string("\x12\x02\x2a\x80\x01", 5),
         // A chunk of 1 byte, a tag whose length is the byte after the chunk.
-        std::string("\x12\x01\x0a\x00", 4)}) {
+        std::string("\x12\x01\x0a\x00", 4),
+        // Lengths protobuf refuses: 0 in 6 bytes (the fuzzer's find of
+        // 2026-12-06: decoded here, refused by protobuf), and 2^31 - 1.
+        std::string("\x12\x80\x80\x80\x80\x80\x00", 7),
+        std::string("\x12\x00\x32\x80\x80\x80\x80\x80\x00", 9),
+        std::string("\x12\xff\xff\xff\xff\x07", 6)}) {
+    ASSERT_FALSE(v1::PriceReply().ParseFromString(bad)) << bad.size();
     ReceivedReply decoded;
     const absl::Status s = DecodeReply(Received(bad, {1}), &decoded);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad.size();

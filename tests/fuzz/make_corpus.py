@@ -167,7 +167,10 @@ def price_replies(pb):
             "chunk-then-finished": b"\x01" + chunk.SerializeToString()
             + pb.PriceReply(finished=pb.JobFinished(flops=8)).SerializeToString(),
             "round-then-chunk": b"\x02" + rounds,
-            "garbage": b"\x03\x12\xff\xff"}
+            "garbage": b"\x03\x12\xff\xff",
+            # A chunk's length of 0 in 6 bytes: protobuf refuses it (the
+            # fuzzer found the decoder accepting it, 2026-12-06).
+            "overlong-length": b"\x01\x12\x80\x80\x80\x80\x80\x00\x32\x04\x12\x00\x32\x00"}
 
 
 def instruments_csvs():
