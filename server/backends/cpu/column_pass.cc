@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -16,6 +17,16 @@ namespace {
 // compress8.h's eight floats and lane masks: AVX2 registers in the AVX2 pass,
 // SSE pairs otherwise.
 typedef double Doubles4 __attribute__((vector_size(32)));
+
+// Asks for the values 4 KiB ahead of `at`: the hardware prefetcher stops at
+// each 4 KiB page, and SC comes from DRAM (the GEMM wrote a block of tens of
+// MB before the pass reads it). At the seed example on Cooperlake kernels
+// the statistics took 25% less thread time with it (8 KiB: the same). Past
+// the column's end it asks for the next column's values: the address is
+// computed as an integer, which is not a pointer past the array.
+inline void PrefetchAhead(const float* at) {
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(at) + 4096));
+}
 
 // The values [p, rows) after the last full 8 of a pass, one at a time.
 template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
@@ -108,6 +119,7 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
   Floats8 lo = values[0] - Floats8{}, hi = lo;
   int64_t n = 0, p = 0;
   for (; p + 8 <= rows; p += 8) {
+    PrefetchAhead(values + p);
     Floats8 x;
     std::memcpy(&x, values + p, sizeof(x));
     Doubles4 low, high;
@@ -165,6 +177,7 @@ __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pas
   __m256 lo = _mm256_set1_ps(values[0]), hi = lo;
   int64_t n = 0, p = 0;
   for (; p + 8 <= rows; p += 8) {
+    PrefetchAhead(values + p);
     const __m256 x = _mm256_loadu_ps(values + p);
     // maskz: the unmasked form trips GCC 12's maybe-uninitialized (its undefined source).
     const __m512d d = _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), x);

@@ -51,10 +51,14 @@ class ColumnReducer {
     float least = 0;
     float scale = 0;
     int64_t count = 0;
-    // Rounding is monotone: v <= w gives Of(v) <= Of(w).
+    // Rounding is monotone: v <= w gives Of(v) <= Of(w). Clamped before the
+    // conversion, which is undefined for NaN and out-of-range values (NaN
+    // goes to bucket 0; validation keeps it out of SC).
     int64_t Of(float v) const {
-      return std::min(count - 1, static_cast<int64_t>((v - least) * scale));
+      const float place = (v - least) * scale;
+      return static_cast<int64_t>(place >= 0 ? std::min(place, last) : 0.0f);
     }
+    float last = 0;  // count - 1
   };
   Buckets CountBuckets();
   // Sets placed_ to the needed order statistics of the column (ranks shifted

@@ -264,11 +264,11 @@ class CpuDeviceJob : public DeviceJob {
 }  // namespace
 
 CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
-    : Device(std::move(name), budget_bytes), threads_(std::max(1, threads)) {
+    : Device(std::move(name), budget_bytes),
+      threads_(std::max(1, threads)),
+      kernels_(BlasKernels()) {
   UseSingleThreadedBlas();
 }
-
-std::string CpuDevice::kernels() const { return BlasKernels(); }
 
 CpuJobBuffers CpuDevice::BuffersOf(const JobSpec& spec, int64_t shard_columns) const {
   const int64_t issuers = spec.market.issuers();

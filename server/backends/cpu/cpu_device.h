@@ -40,7 +40,7 @@ class CpuDevice : public Device {
   CpuDevice(std::string name, int64_t budget_bytes, int threads);
 
   std::string kind() const override { return "cpu"; }
-  std::string kernels() const override;
+  std::string kernels() const override { return kernels_; }
   int threads() const { return threads_; }
   // The buffers of a job, named, as its DeviceJob allocates them.
   CpuJobBuffers BuffersOf(const JobSpec& spec, int64_t shard_columns) const;
@@ -59,6 +59,7 @@ class CpuDevice : public Device {
 
  private:
   const int threads_;
+  const std::string kernels_;  // BlasKernels(), which cannot change once OpenBLAS has loaded
   std::atomic<int> running_{0};
 };
 
