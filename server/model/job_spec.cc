@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "server/model/counter_rng.h"
+#include "server/model/uniform_rows.h"
 
 namespace pricer {
 namespace {
@@ -100,8 +101,8 @@ void ScenarioMatrix::CopyColumns(int64_t first, int64_t count, float* out) const
     return;
   }
   for (int64_t j = 0; j < count; ++j) {
-    UniformRow(seed_, RandomStream::kScenarios, static_cast<uint64_t>(first + j),
-               static_cast<uint32_t>(rows_), value_min_, value_max_, out + j * rows);
+    UniformRowOnHost(seed_, RandomStream::kScenarios, static_cast<uint64_t>(first + j),
+                     static_cast<uint32_t>(rows_), value_min_, value_max_, out + j * rows);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <numbers>
 #include <vector>
 
+#include "server/model/uniform_rows.h"
+
 namespace pricer {
 namespace {
 
@@ -207,6 +209,34 @@ TEST(UniformTest, UniformRowMatchesUniformAtElementByElement) {
           EXPECT_LT(values[index], 3.0f);
         }
         EXPECT_EQ(values[count], -42.0f) << "wrote past count " << count;
+      }
+    }
+  }
+}
+
+// The host's row generator (uniform_rows.h), AVX-512 where the processor has
+// it: the same bits as UniformAt, element by element; counts around its
+// step of 64 uniforms, rows past 2^32, seeds past 2^32, a range around 0.
+TEST(UniformTest, TheHostsRowsMatchUniformAtElementByElement) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  for (const uint32_t count : {1u, 4u, 63u, 64u, 65u, 128u, 131u, 500u, 1000u}) {
+    for (const uint64_t row : {uint64_t{0}, uint64_t{77}, (uint64_t{5} << 32) + 3}) {
+      for (const uint64_t seed : {uint64_t{11}, (uint64_t{1} << 40) + 9}) {
+        std::vector<float> host(count + 1, -42.0f), avx(count + 1, -42.0f);
+        UniformRowOnHost(seed, RandomStream::kScenarios, row, count, -2.0f, 3.0f, host.data());
+        EXPECT_EQ(
+            UniformRowAvx512(seed, RandomStream::kScenarios, row, count, -2.0f, 3.0f, avx.data()),
+            avx512);
+        for (uint32_t index = 0; index < count; ++index) {
+          const float expected = UniformAt(seed, RandomStream::kScenarios, row, index, -2.0f, 3.0f);
+          ASSERT_EQ(host[index], expected)
+              << "count " << count << " row " << row << " at " << index;
+          if (avx512) {
+            ASSERT_EQ(avx[index], expected) << "count " << count << " at " << index;
+          }
+        }
+        EXPECT_EQ(host[count], -42.0f) << "wrote past count " << count;
+        EXPECT_EQ(avx[count], -42.0f) << "wrote past count " << count;
       }
     }
   }
