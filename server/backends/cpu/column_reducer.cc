@@ -141,7 +141,6 @@ ColumnReducer::Buckets ColumnReducer::CountBuckets() {
   b.least = least;
   b.count = std::clamp<int64_t>(
       static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(kept_))) / 2, 16, int64_t{1} << 16);
-  b.last = static_cast<float>(b.count - 1);
   const double range = static_cast<double>(largest) - b.least;
   b.scale = range > 0 && std::isfinite(range)
                 ? static_cast<float>(b.count - 1) / static_cast<float>(range)

@@ -56,9 +56,9 @@ class ColumnReducer {
     // goes to bucket 0; validation keeps it out of SC).
     int64_t Of(float v) const {
       const float place = (v - least) * scale;
+      const auto last = static_cast<float>(count - 1);
       return static_cast<int64_t>(place >= 0 ? std::min(place, last) : 0.0f);
     }
-    float last = 0;  // count - 1
   };
   Buckets CountBuckets();
   // Sets placed_ to the needed order statistics of the column (ranks shifted

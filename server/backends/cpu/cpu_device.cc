@@ -60,7 +60,8 @@ class CpuDeviceJob : public DeviceJob {
       : spec_(spec),
         device_(device),
         memory_(device.memory()),
-        buffers_(device.BuffersOf(spec, shard_columns)) {}
+        buffers_(device.BuffersOf(spec, shard_columns)),
+        discount_(std::exp(-spec.market.rate * spec.market.maturity)) {}
 
   // X and X0 (CpuPaths), and the moments shortcut's S and m of X.
   absl::Status ComputeTerminalPrices() {
@@ -94,7 +95,7 @@ class CpuDeviceJob : public DeviceJob {
     // Tasks of whole aligned blocks of A: one GEMM call (or a fixed split of
     // its rows) per block, or per run of up to GemmColumns's width where
     // OpenBLAS gives the same bits that way (gemm_width.h); then each block's
-    // kept columns: statistics while they are in cache, values copied out.
+    // kept columns: statistics right after their GEMM, values copied out.
     constexpr int64_t kBlock = kColumnAlignment;
     const int64_t blocks = (width + kBlock - 1) / kBlock;
     const int64_t widest = GemmColumns(PathsPerGemm(paths, issuers), issuers) / kBlock;
@@ -142,7 +143,6 @@ class CpuDeviceJob : public DeviceJob {
                StopPoll& stop, double* gemm_seconds, double* statistics_seconds) const {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.position_rows();
-    const double discount = std::exp(-spec_.market.rate * spec_.market.maturity);
     const auto start = std::chrono::steady_clock::now();
     float* a = buffers.a.data() + first * issuers;
     spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
@@ -156,7 +156,7 @@ class CpuDeviceJob : public DeviceJob {
     const auto multiplied = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < count; b += kColumnAlignment) {
       KeepBlock(shard, first + b, std::min(kColumnAlignment, count - b), a + b * issuers,
-                sc + b * paths, discount, out, stop);
+                sc + b * paths, out, stop);
     }
     const auto reduced = std::chrono::steady_clock::now();
     *gemm_seconds += std::chrono::duration<double>(multiplied - start).count();
@@ -182,13 +182,14 @@ class CpuDeviceJob : public DeviceJob {
   }
 
   // The kept columns of the block at `first` (`count` columns) of a shard,
-  // whose positions are `a` and whose values are `sc`: their statistics while
-  // they are in cache, their values copied out unless `sc` is the output.
+  // whose positions are `a` and whose values are `sc`: their statistics (a
+  // wide call's SC is past the cache by then: the column pass prefetches),
+  // their values copied out unless `sc` is the output.
   // Polls `stop` every kColumnsPerPoll columns (a column's errors at 40,000
   // paths take milliseconds, a block's a second or more under a sanitizer):
   // a stopped shard's output is dropped.
   void KeepBlock(const Shard& shard, int64_t first, int64_t count, const float* a, const float* sc,
-                 double discount, ShardOutput* out, StopPoll& stop) const {
+                 ShardOutput* out, StopPoll& stop) const {
     constexpr int64_t kColumnsPerPoll = 16;
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.position_rows();
@@ -201,8 +202,8 @@ class CpuDeviceJob : public DeviceJob {
     std::optional<ColumnAttribution> attribution;
     std::vector<double> v0;
     if (selection.any()) {
-      reducer.emplace(selection, paths, discount);
-      if (selection.errors) errors.emplace(selection, paths, discount, spec_.antithetic);
+      reducer.emplace(selection, paths, discount_);
+      if (selection.errors) errors.emplace(selection, paths, discount_, spec_.antithetic);
       if (selection.contribution_levels() > 0) attribution.emplace(selection, paths_.inputs());
       v0.resize(static_cast<size_t>(std::max<int64_t>(0, column_end - column_begin)));
       if (attribution.has_value()) attribution->Begin(static_cast<int64_t>(v0.size()));
@@ -255,6 +256,7 @@ class CpuDeviceJob : public DeviceJob {
   CpuDevice& device_;
   MemoryAccount& memory_;
   const CpuJobBuffers buffers_;
+  const double discount_;  // exp(-r T)
   CpuPaths paths_;
   CovarianceMoments moments_;  // of a job with StatisticsSelection::from_covariance
   absl::Mutex idle_mu_;
