@@ -43,8 +43,9 @@ inline constexpr int64_t kWideGemmMinElements = int64_t{1} << 20;
 // Whether block-by-block and wide calls gave the same bits in this
 // process's probe: run once, on the first call (the first job large enough
 // to use it; logged), with OpenBLAS single threaded (as the backend runs
-// it); about 2.7 x 10^10 flop (0.2 s on Cooperlake kernels), a third of
-// that where the first comparison already differs.
+// it); about 2.7 x 10^10 flop: 0.26 s on Cooperlake kernels, 0.12 s on
+// Haswell's, whose first comparison already differs (gemm_width_test's
+// second test, which runs it, on the Emerald Rapids VM).
 bool SgemmBlocksMergeExactly();
 
 // The most columns of one call for a job whose GEMMs take `rows_per_gemm`
