@@ -146,12 +146,18 @@ ColumnReducer::Buckets ColumnReducer::CountBuckets() {
                 ? static_cast<float>(b.count - 1) / static_cast<float>(range)
                 : 0.0f;
   counts_.assign(static_cast<size_t>(b.count), 0);
-  for (int64_t i = 0; i < kept_; ++i) ++counts_[static_cast<size_t>(b.Of(values[i]))];
+  bucket_.resize(static_cast<size_t>(kept_));
+  // Local pointers and count: the counts' stores could otherwise alias them.
+  int32_t* bucket = bucket_.data();
+  int64_t* counts = counts_.data();
+  const int64_t kept = kept_;
+  for (int64_t i = 0; i < kept; ++i) bucket[i] = b.Of(values[i]);
+  for (int64_t i = 0; i < kept; ++i) ++counts[bucket[i]];
   return b;
 }
 
 void ColumnReducer::PlaceOrderStatistics() {
-  const Buckets buckets = CountBuckets();
+  CountBuckets();
   // The bucket of each needed rank, and the rank's place among its values.
   slot_of_.assign(counts_.size(), -1);
   slots_.clear();
@@ -176,10 +182,15 @@ void ColumnReducer::PlaceOrderStatistics() {
     total += counts_[static_cast<size_t>(s.bucket)];
   }
   gathered_.resize(static_cast<size_t>(total));
-  for (int64_t i = 0; i < kept_; ++i) {
-    const float v = window_[static_cast<size_t>(i)];
-    const int32_t slot = slot_of_[static_cast<size_t>(buckets.Of(v))];
-    if (slot >= 0) gathered_[static_cast<size_t>(slots_[static_cast<size_t>(slot)].end++)] = v;
+  const int32_t* bucket_of = bucket_.data();
+  const int32_t* slot_of = slot_of_.data();
+  const float* values = window_.data();
+  float* gathered = gathered_.data();
+  Slot* slots = slots_.data();
+  const int64_t kept = kept_;
+  for (int64_t i = 0; i < kept; ++i) {
+    const int32_t slot = slot_of[bucket_of[i]];
+    if (slot >= 0) gathered[slots[slot].end++] = values[i];
   }
   for (const Slot& s : slots_) std::sort(gathered_.begin() + s.begin, gathered_.begin() + s.end);
   placed_.clear();
