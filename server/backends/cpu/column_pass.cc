@@ -28,7 +28,7 @@ inline void PrefetchAhead(const float* at) {
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(at) + 4096));
 }
 
-// The values [p, rows) after the last full 8 of a pass, one at a time.
+// The values [p, rows) after the last full 16 of a pass, one at a time.
 template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
 inline void PassRemainder(const float* values, int64_t p, int64_t rows, ColumnWindow window,
                           float* kept, ColumnPass* pass) {
@@ -53,13 +53,16 @@ inline void PassRemainder(const float* values, int64_t p, int64_t rows, ColumnWi
   }
 }
 
-// The eight lanes' figures of a pass, lane l taking the values at p = l (mod
-// 8), summed into a ColumnPass in one fixed order (so every kernel's bits
-// agree): the float64 sums lane l + lane l + 4, l = 0..3.
+// The 16 lanes' figures of a pass, lane l taking the values at p = l (mod
+// 16), summed into a ColumnPass in one fixed order (so every kernel's bits
+// agree): the float64 sums (lane l + lane l + 4) + (lane l + 8 + lane l +
+// 12), l = 0..3. Sixteen lanes, not eight: each lane's float64 adds wait on
+// the one before (4 cycles), which held an 8-lane pass to 2 values a cycle.
 struct PassLanes {
-  double sums[8] = {}, squares[8] = {}, under[8] = {};
-  float least[8] = {}, largest[8] = {};
-  int32_t counts[8] = {};
+  static constexpr int kLanes = 16;
+  double sums[kLanes] = {}, squares[kLanes] = {}, under[kLanes] = {};
+  float least[kLanes] = {}, largest[kLanes] = {};
+  int32_t counts[kLanes] = {};
 
   ColumnPass Sum(double shift, int64_t kept) const {
     ColumnPass pass;
@@ -67,11 +70,11 @@ struct PassLanes {
     pass.min = least[0];
     pass.max = largest[0];
     for (int l = 0; l < 4; ++l) {
-      pass.sum += sums[l] + sums[l + 4];
-      pass.squares += squares[l] + squares[l + 4];
-      pass.below_sum += under[l] + under[l + 4];
+      pass.sum += (sums[l] + sums[l + 4]) + (sums[l + 8] + sums[l + 12]);
+      pass.squares += (squares[l] + squares[l + 4]) + (squares[l + 8] + squares[l + 12]);
+      pass.below_sum += (under[l] + under[l + 4]) + (under[l + 8] + under[l + 12]);
     }
-    for (int l = 0; l < 8; ++l) {
+    for (int l = 0; l < kLanes; ++l) {
       pass.min = std::min(pass.min, least[l]);
       pass.max = std::max(pass.max, largest[l]);
       pass.below += counts[l];
@@ -99,29 +102,28 @@ struct Avx2Widen {
   }
 };
 
-// One pass over a column: the moments in float64 (sums shifted by the first
-// value, so that the variance keeps its precision when the mean is large
-// against the spread), and the values in the window copied to `kept` in
-// their order, with the count and sum of those under it. Eight lanes, lane l
-// taking the values at p = l (mod 8), in a fixed order: the bits are the same
-// whichever compress runs.
-template <bool kSums, bool kExtremes, bool kWindow, bool kBounded, typename Compress,
-          typename Widen>
-__attribute__((always_inline)) inline ColumnPass PassBody(const float* values, int64_t rows,
-                                                          ColumnWindow window, float* kept) {
-  const double shift = values[0];
-  const Doubles4 shift4 = {shift, shift, shift, shift};
-  const Doubles4 zero4 = {};
-  const Doubles4 lo4 = {window.lo, window.lo, window.lo, window.lo};
-  const Floats8 lo8 = window.lo - Floats8{}, hi8 = window.hi - Floats8{};
+// What PassBody's window compares and sums against, in its vectors.
+struct PassBounds {
+  Doubles4 shift4, lo4;
+  Floats8 lo8, hi8;
+};
+
+// Eight of PassBody's lanes (one half of its sixteen): the sums of their low
+// and high four, their extremes and their count under the window.
+struct PassHalf {
   Doubles4 s1_low = {}, s1_high = {}, s2_low = {}, s2_high = {}, under_low = {}, under_high = {};
   Ints8 under_count = {};
-  Floats8 lo = values[0] - Floats8{}, hi = lo;
-  int64_t n = 0, p = 0;
-  for (; p + 8 <= rows; p += 8) {
-    PrefetchAhead(values + p);
+  Floats8 lo, hi;
+
+  // Takes the eight values at `at`; copies those in the window to kept[n...]
+  // and returns n plus their count.
+  template <bool kSums, bool kExtremes, bool kWindow, bool kBounded, typename Compress,
+            typename Widen>
+  __attribute__((always_inline)) int64_t Take(const float* at, const PassBounds& b, float* kept,
+                                              int64_t n) {
+    const Doubles4 zero4 = {};
     Floats8 x;
-    std::memcpy(&x, values + p, sizeof(x));
+    std::memcpy(&x, at, sizeof(x));
     Doubles4 low, high;
     Widen::Of(x, &low, &high);
     if constexpr (kExtremes) {
@@ -129,90 +131,136 @@ __attribute__((always_inline)) inline ColumnPass PassBody(const float* values, i
       hi = x > hi ? x : hi;
     }
     if constexpr (kSums) {
-      s1_low += low - shift4;
-      s1_high += high - shift4;
-      s2_low += (low - shift4) * (low - shift4);
-      s2_high += (high - shift4) * (high - shift4);
+      s1_low += low - b.shift4;
+      s1_high += high - b.shift4;
+      s2_low += (low - b.shift4) * (low - b.shift4);
+      s2_high += (high - b.shift4) * (high - b.shift4);
     }
     if constexpr (kWindow) {
-      Ints8 keep = x <= hi8;
+      Ints8 keep = x <= b.hi8;
       if constexpr (kBounded) {
-        const Ints8 under = x < lo8;
+        const Ints8 under = x < b.lo8;
         keep &= ~under;
         under_count -= under;
-        under_low += low < lo4 ? low : zero4;
-        under_high += high < lo4 ? high : zero4;
+        under_low += low < b.lo4 ? low : zero4;
+        under_high += high < b.lo4 ? high : zero4;
       }
       n = Compress::Store(x, keep, kept, n);
     }
+    return n;
+  }
+
+  // Its lanes as lanes [at, at + 8) of `lanes`.
+  void Into(PassLanes& lanes, int at) const {
+    for (int l = 0; l < 4; ++l) {
+      lanes.sums[at + l] = s1_low[l], lanes.sums[at + l + 4] = s1_high[l];
+      lanes.squares[at + l] = s2_low[l], lanes.squares[at + l + 4] = s2_high[l];
+      lanes.under[at + l] = under_low[l], lanes.under[at + l + 4] = under_high[l];
+    }
+    for (int l = 0; l < 8; ++l) {
+      lanes.least[at + l] = lo[l], lanes.largest[at + l] = hi[l];
+      lanes.counts[at + l] = under_count[l];
+    }
+  }
+};
+
+// One pass over a column: the moments in float64 (sums shifted by the first
+// value, so that the variance keeps its precision when the mean is large
+// against the spread), and the values in the window copied to `kept` in
+// their order, with the count and sum of those under it. Sixteen lanes, lane
+// l taking the values at p = l (mod 16), in a fixed order: the bits are the
+// same whichever compress runs. Here two vectors of eight a step (lanes 0-7
+// and 8-15), each with its own sums.
+template <bool kSums, bool kExtremes, bool kWindow, bool kBounded, typename Compress,
+          typename Widen>
+__attribute__((always_inline)) inline ColumnPass PassBody(const float* values, int64_t rows,
+                                                          ColumnWindow window, float* kept) {
+  const double shift = values[0];
+  const PassBounds bounds{{shift, shift, shift, shift},
+                          {window.lo, window.lo, window.lo, window.lo},
+                          window.lo - Floats8{},
+                          window.hi - Floats8{}};
+  PassHalf first, second;  // two variables, not an array: kept in registers
+  first.lo = first.hi = second.lo = second.hi = values[0] - Floats8{};
+  int64_t n = 0, p = 0;
+  for (; p + 16 <= rows; p += 16) {
+    PrefetchAhead(values + p);
+    n = first.Take<kSums, kExtremes, kWindow, kBounded, Compress, Widen>(values + p, bounds, kept,
+                                                                         n);
+    n = second.Take<kSums, kExtremes, kWindow, kBounded, Compress, Widen>(values + p + 8, bounds,
+                                                                          kept, n);
   }
   PassLanes lanes;
-  for (int l = 0; l < 4; ++l) {
-    lanes.sums[l] = s1_low[l], lanes.sums[l + 4] = s1_high[l];
-    lanes.squares[l] = s2_low[l], lanes.squares[l + 4] = s2_high[l];
-    lanes.under[l] = under_low[l], lanes.under[l + 4] = under_high[l];
-  }
-  for (int l = 0; l < 8; ++l) {
-    lanes.least[l] = lo[l], lanes.largest[l] = hi[l], lanes.counts[l] = under_count[l];
-  }
+  first.Into(lanes, 0);
+  second.Into(lanes, 8);
   ColumnPass pass = lanes.Sum(shift, n);
   PassRemainder<kSums, kExtremes, kWindow, kBounded>(values, p, rows, window, kept, &pass);
   return pass;
 }
 
-// The same pass in AVX-512 (F, VL, DQ): the eight lanes' float64 sums in one
-// 512-bit register each (the AVX2 pass keeps them in two halves, lanes 0-3
-// and 4-7), so half the conversions and adds, and the window's compress by
-// vcompressps into a register, then one store (the form that writes memory
-// is microcoded on some processors). Each lane takes the same values in the
-// same order and the lanes are summed as PassBody sums them: the same bits.
+// The same pass in AVX-512 (F, VL, DQ): sixteen values a step, each half's
+// eight lanes' float64 sums in one 512-bit register (the AVX2 pass keeps
+// them in two halves, lanes 0-3 and 4-7), and the window's compress of all
+// sixteen by one vcompressps into a register, then one store (the form that
+// writes memory is microcoded on some processors). Each lane takes the same
+// values in the same order and the lanes are summed as PassBody sums them:
+// the same bits.
 template <bool kSums, bool kExtremes, bool kWindow, bool kBounded>
 __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) ColumnPass Avx512Pass(
     const float* values, int64_t rows, ColumnWindow window, float* kept) {
   const __m512d shift8 = _mm512_set1_pd(values[0]);
   const __m512d lo_d = _mm512_set1_pd(window.lo);
-  const __m256 lo8 = _mm256_set1_ps(window.lo), hi8 = _mm256_set1_ps(window.hi);
-  __m512d s1 = _mm512_setzero_pd(), s2 = _mm512_setzero_pd(), under_sum = _mm512_setzero_pd();
-  __m256i under_count = _mm256_setzero_si256();
-  __m256 lo = _mm256_set1_ps(values[0]), hi = lo;
+  const __m512 lo16 = _mm512_set1_ps(window.lo), hi16 = _mm512_set1_ps(window.hi);
+  __m512d s1[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()}, s2[2] = {s1[0], s1[0]};
+  __m512d under_sum[2] = {s1[0], s1[0]};
+  __m512i under_count = _mm512_setzero_si512();
+  __m512 lo = _mm512_set1_ps(values[0]), hi = lo;
   int64_t n = 0, p = 0;
-  for (; p + 8 <= rows; p += 8) {
+  for (; p + 16 <= rows; p += 16) {
     PrefetchAhead(values + p);
-    const __m256 x = _mm256_loadu_ps(values + p);
-    // maskz: the unmasked form trips GCC 12's maybe-uninitialized (its undefined source).
-    const __m512d d = _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), x);
+    const __m512 x = _mm512_loadu_ps(values + p);
     if constexpr (kExtremes) {
       // As PassBody: x < lo ? x : lo, and x > hi ? x : hi, which is what
-      // vminps and vmaxps return (the second operand unless the first is
-      // less, or greater: for NaN and signed zeros too).
-      lo = _mm256_min_ps(x, lo);
-      hi = _mm256_max_ps(x, hi);
+      // vminps and vmaxps return (for NaN and signed zeros too). All lanes
+      // masked in, as the conversions below: GCC 12's maybe-uninitialized.
+      lo = _mm512_mask_min_ps(lo, static_cast<__mmask16>(0xffff), x, lo);
+      hi = _mm512_mask_max_ps(hi, static_cast<__mmask16>(0xffff), x, hi);
+    }
+    __m512d d[2];  // each half loaded again: cheaper than an extract
+    for (int h = 0; (kSums || kBounded) && h < 2; ++h) {
+      d[h] =
+          _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), _mm256_loadu_ps(values + p + 8 * h));
     }
     if constexpr (kSums) {
-      const __m512d centred = _mm512_sub_pd(d, shift8);
-      s1 = _mm512_add_pd(s1, centred);
-      s2 = _mm512_add_pd(s2, _mm512_mul_pd(centred, centred));
+      for (int h = 0; h < 2; ++h) {
+        const __m512d centred = _mm512_sub_pd(d[h], shift8);
+        s1[h] = _mm512_add_pd(s1[h], centred);
+        s2[h] = _mm512_add_pd(s2[h], _mm512_mul_pd(centred, centred));
+      }
     }
     if constexpr (kWindow) {
-      __mmask8 keep = _mm256_cmp_ps_mask(x, hi8, _CMP_LE_OQ);
+      __mmask16 keep = _mm512_cmp_ps_mask(x, hi16, _CMP_LE_OQ);
       if constexpr (kBounded) {
-        const __mmask8 under = _mm256_cmp_ps_mask(x, lo8, _CMP_LT_OQ);
-        keep &= static_cast<__mmask8>(~under);
-        under_count = _mm256_sub_epi32(under_count, _mm256_movm_epi32(under));
-        under_sum =
-            _mm512_mask_add_pd(under_sum, _mm512_cmp_pd_mask(d, lo_d, _CMP_LT_OQ), under_sum, d);
+        const __mmask16 under = _mm512_cmp_ps_mask(x, lo16, _CMP_LT_OQ);
+        keep &= static_cast<__mmask16>(~under);
+        under_count = _mm512_sub_epi32(under_count, _mm512_movm_epi32(under));
+        for (int h = 0; h < 2; ++h) {
+          under_sum[h] = _mm512_mask_add_pd(
+              under_sum[h], _mm512_cmp_pd_mask(d[h], lo_d, _CMP_LT_OQ), under_sum[h], d[h]);
+        }
       }
-      _mm256_storeu_ps(kept + n, _mm256_maskz_compress_ps(keep, x));
+      _mm512_storeu_ps(kept + n, _mm512_maskz_compress_ps(keep, x));
       n += __builtin_popcount(keep);
     }
   }
   PassLanes lanes;
-  _mm512_storeu_pd(lanes.sums, s1);
-  _mm512_storeu_pd(lanes.squares, s2);
-  _mm512_storeu_pd(lanes.under, under_sum);
-  _mm256_storeu_ps(lanes.least, lo);
-  _mm256_storeu_ps(lanes.largest, hi);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes.counts), under_count);
+  for (int h = 0; h < 2; ++h) {
+    _mm512_storeu_pd(lanes.sums + 8 * h, s1[h]), _mm512_storeu_pd(lanes.squares + 8 * h, s2[h]);
+    _mm512_storeu_pd(lanes.under + 8 * h, under_sum[h]);
+  }
+  _mm512_storeu_ps(lanes.least, lo);
+  _mm512_storeu_ps(lanes.largest, hi);
+  _mm512_storeu_si512(lanes.counts, under_count);
   ColumnPass pass = lanes.Sum(values[0], n);
   PassRemainder<kSums, kExtremes, kWindow, kBounded>(values, p, rows, window, kept, &pass);
   return pass;

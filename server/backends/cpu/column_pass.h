@@ -35,10 +35,10 @@ struct ColumnPass {
 enum class ReducerKernel { kBest, kPortable, kAvx2, kAvx512 };
 
 // A pass over `rows` values; `kept` has room for rows + kColumnPassSlack
-// floats (the compress stores 8 lanes at a time).
+// floats (the AVX-512 compress stores 16 lanes at a time).
 using ColumnPassFunction = ColumnPass (*)(const float* values, int64_t rows, ColumnWindow window,
                                           float* kept);
-constexpr int64_t kColumnPassSlack = 8;
+constexpr int64_t kColumnPassSlack = 16;
 
 // The pass that computes the sums of the mean and variance (when `sums`), the
 // least and largest values (when `extremes`) and the window's copy (when

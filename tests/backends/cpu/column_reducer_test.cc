@@ -259,7 +259,7 @@ TEST(ColumnStatisticsTest, WindowsAwayFromTheLowerTailMatchAFullSort) {
 
 TEST(ColumnStatisticsTest, AvxAndPortableKernelsGiveTheSameBits) {
   // The lanes of the pass are fixed, so the AVX-512 and AVX2 code (where the
-  // processor has them) and the portable code round alike; remainders of 8
+  // processor has them) and the portable code round alike; remainders of 16
   // included.
   StatisticsSelection stats_mode;
   stats_mode.mean = stats_mode.stddev = true;
