@@ -55,7 +55,7 @@ class ColumnReducer {
     // Rounding is monotone: v <= w gives Of(v) <= Of(w). Clamped before the
     // conversion, which is undefined for NaN and out-of-range values (NaN
     // goes to bucket 0; validation keeps it out of SC). Branch-free, so the
-    // compiler computes a window's buckets 4 or 8 at a time.
+    // compiler computes a window's buckets 4 at a time (SSE).
     int32_t Of(float v) const {
       const float place = (v - least) * scale;
       const auto last = static_cast<float>(count - 1);
