@@ -298,26 +298,37 @@ constexpr std::array<ColumnPassFunction, 16> Avx512Passes(std::index_sequence<I.
 
 }  // namespace
 
+ReducerKernel ResolvedKernel(ReducerKernel kernel) {
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
+  const bool avx2 = __builtin_cpu_supports("avx2");
+  switch (kernel) {
+    case ReducerKernel::kPortable:
+      return kernel;
+    case ReducerKernel::kAvx2:
+      return avx2 ? kernel : ReducerKernel::kPortable;
+    case ReducerKernel::kAvx512:
+      return avx512 ? kernel : ReducerKernel::kPortable;
+    case ReducerKernel::kBest:
+      break;
+  }
+  return avx512 ? ReducerKernel::kAvx512 : avx2 ? ReducerKernel::kAvx2 : ReducerKernel::kPortable;
+}
+
 ColumnPassFunction ChooseColumnPass(ReducerKernel kernel, bool sums, bool extremes, bool window,
                                     bool bounded) {
   static constexpr auto kPortable = PortablePasses(std::make_index_sequence<16>());
   static constexpr auto kAvx2 = Avx2Passes(std::make_index_sequence<16>());
   static constexpr auto kAvx512 = Avx512Passes(std::make_index_sequence<16>());
   const size_t index = (sums ? 8 : 0) + (extremes ? 4 : 0) + (window ? 2 : 0) + (bounded ? 1 : 0);
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq");
-  const bool avx2 = __builtin_cpu_supports("avx2");
-  switch (kernel) {
-    case ReducerKernel::kPortable:
-      return kPortable[index];
-    case ReducerKernel::kAvx2:
-      return avx2 ? kAvx2[index] : kPortable[index];
+  switch (ResolvedKernel(kernel)) {
     case ReducerKernel::kAvx512:
-      return avx512 ? kAvx512[index] : kPortable[index];
-    case ReducerKernel::kBest:
-      break;
+      return kAvx512[index];
+    case ReducerKernel::kAvx2:
+      return kAvx2[index];
+    default:
+      return kPortable[index];
   }
-  return avx512 ? kAvx512[index] : avx2 ? kAvx2[index] : kPortable[index];
 }
 
 }  // namespace pricer

@@ -33,6 +33,8 @@ struct ColumnPass {
 // else the portable code. kPortable: the portable code, which tests compare
 // the others with (the same bits).
 enum class ReducerKernel { kBest, kPortable, kAvx2, kAvx512 };
+// The kernel that runs for `kernel` on this processor: never kBest.
+ReducerKernel ResolvedKernel(ReducerKernel kernel);
 
 // A pass over `rows` values; `kept` has room for rows + kColumnPassSlack
 // floats (the AVX-512 compress stores 16 lanes at a time).

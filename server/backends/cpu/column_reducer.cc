@@ -16,59 +16,11 @@ using Window = ColumnWindow;
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
-// Moves the `top` smallest of `sample` (top <= kWindowSample / 4) to its first
-// `top` places, the largest of them last (the others are lost); `scratch` has room for
-// the sample. A pivot from a sorted sub-sample of 16 (every 16th value)
-// expected to have about twice `top` under it, the values at or under it
-// packed to the front without branches, and a selection among those few:
-// about a quarter of sorting the smallest (measured in
-// bench/column_reducer_bench). A pivot with fewer than `top` under it tries
-// a higher one; past the sub-sample's largest, every value takes part.
-void SmallestFirst(std::vector<float>& sample, int64_t top, std::vector<float>& scratch) {
-  constexpr int64_t kSub = 16, kStride = kWindowSample / kSub;
-  std::array<float, kSub> sub;
-  for (int64_t i = 0; i < kSub; ++i)
-    sub[static_cast<size_t>(i)] = sample[static_cast<size_t>(i * kStride)];
-  std::sort(sub.begin(), sub.end());
-  // The j-th of the sub-sample has about (j + 1) / 17 of the sample under it.
-  int64_t j = (2 * top + 16) * (kSub + 1) / kWindowSample;
-  for (; j < kSub; j += 2) {
-    const float pivot = sub[static_cast<size_t>(j)];
-    int64_t under = 0;
-    for (const float v : sample) {
-      scratch[static_cast<size_t>(under)] = v;
-      under += v <= pivot ? 1 : 0;
-    }
-    if (under < top) continue;
-    std::nth_element(scratch.begin(), scratch.begin() + top - 1, scratch.begin() + under);
-    std::copy(scratch.begin(), scratch.begin() + top, sample.begin());
-    return;
-  }
-  std::nth_element(sample.begin(), sample.begin() + top - 1, sample.end());
-}
-
-// The least and largest of `values`, in four SSE lanes.
-std::pair<float, float> LeastAndLargest(const float* values, int64_t count) {
-  typedef float Floats4 __attribute__((vector_size(16)));
-  Floats4 lo = values[0] - Floats4{}, hi = lo;
-  int64_t i = 0;
-  for (; i + 4 <= count; i += 4) {
-    Floats4 x;
-    std::memcpy(&x, values + i, sizeof(x));
-    lo = x < lo ? x : lo;
-    hi = x > hi ? x : hi;
-  }
-  float least = lo[0], largest = hi[0];
-  for (int l = 1; l < 4; ++l) least = std::min(least, lo[l]), largest = std::max(largest, hi[l]);
-  for (; i < count; ++i) least = std::min(least, values[i]), largest = std::max(largest, values[i]);
-  return {least, largest};
-}
-
 }  // namespace
 
 ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows, double discount,
                              ReducerKernel kernel)
-    : selection_(selection), rows_(rows), discount_(discount) {
+    : selection_(selection), rows_(rows), discount_(discount), select_(kernel) {
   for (double q : selection_.quantiles) quantile_ranks_.push_back(QuantileRankOf(q, rows_));
   for (double a : selection_.var) var_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
   for (double a : selection_.es) es_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
@@ -85,31 +37,24 @@ ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows,
   if (order_) window_.resize(static_cast<size_t>(rows_ + kColumnPassSlack));
 }
 
-Window SampleWindow(const float* values, SampleRange range, std::vector<float>& sample,
-                    std::vector<float>& scratch) {
-  sample.assign(values, values + kWindowSample);
-  scratch.resize(kWindowSample);
+Window SampleWindow(const float* values, SampleRange range, OrderSelect& select) {
   Window window;
   window.lo = -kInfinity;
   window.hi = kInfinity;
-  const int64_t top = range.top();
-  // The smallest `top` (hi + 1 when capped) in front, then lo among them.
-  if (top * 4 <= kWindowSample) {
-    SmallestFirst(sample, top, scratch);
-  } else if (range.capped()) {
-    std::nth_element(sample.begin(), sample.begin() + range.hi, sample.end());
-  }
-  if (range.capped()) window.hi = sample[static_cast<size_t>(range.hi)];
-  if (range.bounded()) {
-    std::nth_element(sample.begin(), sample.begin() + range.lo, sample.begin() + top);
-    window.lo = sample[static_cast<size_t>(range.lo)];
-  }
   window.bounded = range.bounded();
+  int64_t ranks[2];
+  float at[2];
+  size_t count = 0;
+  if (range.bounded()) ranks[count++] = range.lo;
+  if (range.capped()) ranks[count++] = range.hi;
+  select.Select(values, kWindowSample, {ranks, count}, at);
+  if (range.bounded()) window.lo = at[0];
+  if (range.capped()) window.hi = at[count - 1];
   return window;
 }
 
 Window ColumnReducer::WindowOf(const float* values, int attempt) {
-  return SampleWindow(values, SampleRangeOf(span_, rows_, attempt), sample_, scratch_);
+  return SampleWindow(values, SampleRangeOf(span_, rows_, attempt), select_);
 }
 
 Pass ColumnReducer::Run(const float* values) {
@@ -132,72 +77,11 @@ Pass ColumnReducer::Run(const float* values) {
   return pass;
 }
 
-ColumnReducer::Buckets ColumnReducer::CountBuckets() {
-  // Buckets of equal width between the window's least and largest values: a
-  // monotone map, so each rank falls in one bucket.
-  const float* values = window_.data();
-  Buckets b;
-  const auto [least, largest] = LeastAndLargest(values, kept_);
-  b.least = least;
-  b.count = std::clamp<int64_t>(
-      static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(kept_))) / 2, 16, int64_t{1} << 16);
-  const double range = static_cast<double>(largest) - b.least;
-  b.scale = range > 0 && std::isfinite(range)
-                ? static_cast<float>(b.count - 1) / static_cast<float>(range)
-                : 0.0f;
-  counts_.assign(static_cast<size_t>(b.count), 0);
-  bucket_.resize(static_cast<size_t>(kept_));
-  // Local pointers and count: the counts' stores could otherwise alias them.
-  int32_t* bucket = bucket_.data();
-  int64_t* counts = counts_.data();
-  const int64_t kept = kept_;
-  for (int64_t i = 0; i < kept; ++i) bucket[i] = b.Of(values[i]);
-  for (int64_t i = 0; i < kept; ++i) ++counts[bucket[i]];
-  return b;
-}
-
 void ColumnReducer::PlaceOrderStatistics() {
-  CountBuckets();
-  // The bucket of each needed rank, and the rank's place among its values.
-  slot_of_.assign(counts_.size(), -1);
-  slots_.clear();
-  placements_.clear();
-  int64_t bucket = 0, before = 0;  // values in the buckets under `bucket`
-  for (const int64_t rank : needed_) {
-    const int64_t r = rank - below_;
-    while (before + counts_[static_cast<size_t>(bucket)] <= r) {
-      before += counts_[static_cast<size_t>(bucket++)];
-    }
-    int32_t& slot = slot_of_[static_cast<size_t>(bucket)];
-    if (slot < 0) {
-      slot = static_cast<int32_t>(slots_.size());
-      slots_.push_back({bucket, 0, 0});
-    }
-    placements_.push_back({slot, r - before});
-  }
-  // The values of those buckets, each bucket's together, sorted.
-  int64_t total = 0;
-  for (Slot& s : slots_) {
-    s.begin = s.end = total;
-    total += counts_[static_cast<size_t>(s.bucket)];
-  }
-  gathered_.resize(static_cast<size_t>(total));
-  const int32_t* bucket_of = bucket_.data();
-  const int32_t* slot_of = slot_of_.data();
-  const float* values = window_.data();
-  float* gathered = gathered_.data();
-  Slot* slots = slots_.data();
-  const int64_t kept = kept_;
-  for (int64_t i = 0; i < kept; ++i) {
-    const int32_t slot = slot_of[bucket_of[i]];
-    if (slot >= 0) gathered[slots[slot].end++] = values[i];
-  }
-  for (const Slot& s : slots_) std::sort(gathered_.begin() + s.begin, gathered_.begin() + s.end);
-  placed_.clear();
-  for (const auto& [slot, place] : placements_) {
-    placed_.push_back(
-        gathered_[static_cast<size_t>(slots_[static_cast<size_t>(slot)].begin + place)]);
-  }
+  relative_.clear();
+  for (const int64_t rank : needed_) relative_.push_back(rank - below_);
+  placed_.resize(needed_.size());
+  select_.Select(window_.data(), kept_, relative_, placed_.data());
 }
 
 float ColumnReducer::OrderStatistic(int64_t rank) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/backends/cpu/column_pass.h"
+#include "server/backends/cpu/order_select.h"
 #include "server/model/order_window.h"
 #include "server/model/statistics.h"
 
@@ -20,9 +21,8 @@ namespace pricer {
 
 // The window of the sample's order statistics `range` (SampleRangeOf): the
 // bounds sample[lo] and sample[hi] of a column's first kWindowSample values
-// sorted; `sample` and `scratch` are its scratch.
-ColumnWindow SampleWindow(const float* values, SampleRange range, std::vector<float>& sample,
-                          std::vector<float>& scratch);
+// sorted, selected by `select`.
+ColumnWindow SampleWindow(const float* values, SampleRange range, OrderSelect& select);
 
 // Reduces columns of `rows` values one at a time. Holds the scratch of the
 // selection; use one per thread.
@@ -46,26 +46,8 @@ class ColumnReducer {
   // Runs the pass over `values` and, when order statistics are asked for,
   // leaves in `window_` values that hold every needed rank.
   ColumnPass Run(const float* values);
-  // Buckets of the window's values by value; counts_ holds their sizes and
-  // bucket_ each value's bucket.
-  struct Buckets {
-    float least = 0;
-    float scale = 0;
-    int64_t count = 0;  // at most 2^16
-    // Rounding is monotone: v <= w gives Of(v) <= Of(w). Clamped before the
-    // conversion, which is undefined for NaN and out-of-range values (NaN
-    // goes to bucket 0; validation keeps it out of SC). Branch-free, so the
-    // compiler computes a window's buckets 4 at a time (SSE).
-    int32_t Of(float v) const {
-      const float place = (v - least) * scale;
-      const auto last = static_cast<float>(count - 1);
-      return static_cast<int32_t>(place >= 0 ? std::min(place, last) : 0.0f);
-    }
-  };
-  Buckets CountBuckets();
   // Sets placed_ to the needed order statistics of the column (ranks shifted
-  // by below_ in the window): the buckets that hold them are sorted, not the
-  // window.
+  // by below_ in the window).
   void PlaceOrderStatistics();
   // The value quantile at `rank` in the placed order statistics.
   double Quantile(const QuantileRank& rank) const;
@@ -88,19 +70,9 @@ class ColumnReducer {
   int64_t kept_ = 0;                    // values in window_
   int64_t below_ = 0;                   // values under the window
   double below_sum_ = 0;
-  std::vector<float> sample_, scratch_;
-  // The selection's scratch: bucket sizes, the slot of each bucket that holds
-  // a needed rank (or -1), those buckets' values, and the placed statistics.
-  struct Slot {
-    int64_t bucket, begin, end;  // its values: gathered_[begin, end)
-  };
-  std::vector<int64_t> counts_;
-  std::vector<int32_t> bucket_;  // of each of window_'s kept_ values
-  std::vector<int32_t> slot_of_;
-  std::vector<Slot> slots_;
-  std::vector<std::pair<int32_t, int64_t>> placements_;  // per needed rank: slot, place
-  std::vector<float> gathered_;
-  std::vector<float> placed_;  // per needed rank
+  OrderSelect select_;
+  std::vector<int64_t> relative_;  // needed_ less below_
+  std::vector<float> placed_;      // per needed rank
 };
 
 }  // namespace pricer

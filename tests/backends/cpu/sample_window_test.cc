@@ -37,7 +37,7 @@ TEST(SampleWindowTest, BoundsAreTheSortedSamplesOrderStatistics) {
   for (size_t i = 0; i < tied.size(); ++i) tied[i] = static_cast<float>(i * 7 % 4);
   samples.insert(samples.end(), {hidden, exposed, tied, std::vector<float>(kWindowSample, 7.0f)});
   const float infinity = std::numeric_limits<float>::infinity();
-  std::vector<float> sample, scratch;
+  OrderSelect select;
   for (const RankSpan span :
        {RankSpan{99, 250}, RankSpan{0, 0}, RankSpan{4990, 5010}, RankSpan{9500, 9999}}) {
     SCOPED_TRACE("ranks " + std::to_string(span.first) + ".." + std::to_string(span.last));
@@ -46,7 +46,7 @@ TEST(SampleWindowTest, BoundsAreTheSortedSamplesOrderStatistics) {
       for (const std::vector<float>& values : samples) {
         std::vector<float> sorted = values;
         std::sort(sorted.begin(), sorted.end());
-        const ColumnWindow window = SampleWindow(values.data(), range, sample, scratch);
+        const ColumnWindow window = SampleWindow(values.data(), range, select);
         EXPECT_EQ(window.bounded, range.bounded());
         EXPECT_EQ(window.lo, range.bounded() ? sorted[static_cast<size_t>(range.lo)] : -infinity);
         EXPECT_EQ(window.hi, range.capped() ? sorted[static_cast<size_t>(range.hi)] : infinity);
