@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "server/backends/cpu/blas_core.h"
 #include "server/backends/cpu/column_reducer.h"
 #include "server/model/statistic_errors.h"
 
@@ -107,6 +108,36 @@ void BM_GemmPerColumn(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 
+// The stats mode as the server runs it: each column reduced after one
+// sgemm (beta = 0, one thread) wrote a block of kAfterGemmColumns columns,
+// a wide call's 2048 in the server (80 MB at P = 10,000); only the
+// reduction is timed. Against BM_StatsMode (columns long since written):
+// what the GEMM's writes cost the pass that reads them.
+void BM_StatsModeAfterGemm(benchmark::State& state) {
+  constexpr int64_t kIssuers = 500;
+  const int64_t columns = state.range(0);
+  openblas_set_num_threads(1);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(0.9f, 1.1f);
+  std::vector<float> st(kPaths * kIssuers), a(kIssuers * columns), sc(kPaths * columns);
+  for (float& v : st) v = 3.6f * value(rng);
+  for (float& v : a) v = value(rng);
+  ColumnStatistics out;
+  out.Resize(StatsMode(), columns);
+  ColumnReducer reducer(StatsMode(), kPaths, 0.98);
+  for (auto _ : state) {
+    state.PauseTiming();
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, kPaths, columns, kIssuers, 1.0f,
+                st.data(), kPaths, a.data(), kIssuers, 0.0f, sc.data(), kPaths);
+    state.ResumeTiming();
+    for (int64_t k = 0; k < columns; ++k) reducer.Reduce(sc.data() + k * kPaths, 1800, k, &out);
+    benchmark::DoNotOptimize(out.v0.data());
+  }
+  state.counters["us_per_column"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * columns) * 1e-6,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void BM_Median(benchmark::State& state) {
   StatisticsSelection s;
   s.quantiles = {0.5};
@@ -121,9 +152,18 @@ BENCHMARK(BM_StatsModePortable);
 BENCHMARK(BM_StatsModeAvx2);
 BENCHMARK(BM_StatsModeAvx512);
 BENCHMARK(BM_StatsModeErrors);
+BENCHMARK(BM_StatsModeAfterGemm)->Arg(64)->Arg(2048)->Iterations(3);
 BENCHMARK(BM_GemmPerColumn)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace pricer
 
-BENCHMARK_MAIN();
+// The processor's OpenBLAS kernels, as pricerd runs them.
+int main(int argc, char** argv) {
+  pricer::RunOnTheProcessorsBlasCore(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

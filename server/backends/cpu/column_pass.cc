@@ -13,11 +13,6 @@
 namespace pricer {
 namespace {
 
-// Four doubles in explicit SIMD lanes (GCC vector extensions), beside
-// compress8.h's eight floats and lane masks: AVX2 registers in the AVX2 pass,
-// SSE pairs otherwise.
-typedef double Doubles4 __attribute__((vector_size(32)));
-
 // Asks for the values 4 KiB ahead of `at`: the hardware prefetcher stops at
 // each 4 KiB page, and SC comes from DRAM (the GEMM wrote a block of tens of
 // MB before the pass reads it). At the seed example on Cooperlake kernels
@@ -81,24 +76,6 @@ struct PassLanes {
     }
     pass.kept = kept;
     return pass;
-  }
-};
-
-// Lanes 0-3 and 4-7 of `x` as doubles (exact). The portable code converts
-// with GCC's generic conversion; under AVX2 GCC 12 lowers that to four
-// conversions of pairs with inserts and moves (9 instructions), where AVX's
-// vcvtps2pd widens each half at once (3 with the extract).
-struct PortableWiden {
-  static void Of(const Floats8& x, Doubles4* low, Doubles4* high) {
-    *low = __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3), Doubles4);
-    *high = __builtin_convertvector(__builtin_shufflevector(x, x, 4, 5, 6, 7), Doubles4);
-  }
-};
-struct Avx2Widen {
-  __attribute__((target("avx2"))) static void Of(const Floats8& x, Doubles4* low, Doubles4* high) {
-    const __m256 v = (__m256)x;  // the same bits
-    *low = (Doubles4)_mm256_cvtps_pd(_mm256_castps256_ps128(v));
-    *high = (Doubles4)_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
   }
 };
 

@@ -20,7 +20,11 @@ constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 ColumnReducer::ColumnReducer(const StatisticsSelection& selection, int64_t rows, double discount,
                              ReducerKernel kernel)
-    : selection_(selection), rows_(rows), discount_(discount), select_(kernel) {
+    : selection_(selection),
+      rows_(rows),
+      discount_(discount),
+      select_(kernel),
+      tail_sum_(ChooseTailSum(kernel)) {
   for (double q : selection_.quantiles) quantile_ranks_.push_back(QuantileRankOf(q, rows_));
   for (double a : selection_.var) var_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
   for (double a : selection_.es) es_ranks_.push_back(QuantileRankOf(1.0 - a, rows_));
@@ -96,28 +100,9 @@ double ColumnReducer::Quantile(const QuantileRank& rank) const {
 }
 
 double ColumnReducer::EsTailMean(double q, int64_t low) const {
-  // q is the window's: every value <= q is under the window or in it. Four
-  // sums in a fixed order, without branches, in SSE pairs.
-  typedef double Doubles2 __attribute__((vector_size(16)));
-  const Doubles2 q2 = q - Doubles2{}, zero2 = {}, one2 = zero2 + 1.0;
-  Doubles2 sums[2] = {}, counts[2] = {};
-  const float* values = window_.data();
-  int64_t i = 0;
-  for (; i + 4 <= kept_; i += 4) {
-    for (int half = 0; half < 2; ++half) {
-      const Doubles2 x = {values[i + 2 * half], values[i + 2 * half + 1]};
-      sums[half] += x <= q2 ? x : zero2;
-      counts[half] += x <= q2 ? one2 : zero2;
-    }
-  }
-  double sum = below_sum_ + sums[0][0] + sums[0][1] + sums[1][0] + sums[1][1];
-  double count =
-      static_cast<double>(below_) + counts[0][0] + counts[0][1] + counts[1][0] + counts[1][1];
-  for (; i < kept_; ++i) {
-    sum += values[i] <= q ? values[i] : 0.0;
-    count += values[i] <= q ? 1 : 0;
-  }
-  return pricer::TailMean(sum, count, q, low);
+  // q is the window's: every value <= q is under the window or in it.
+  const TailSum tail = tail_sum_(window_.data(), kept_, q);
+  return pricer::TailMean(below_sum_ + tail.sum, static_cast<double>(below_ + tail.count), q, low);
 }
 
 void ColumnReducer::Reduce(const float* values, double v0, int64_t k, ColumnStatistics* out) {

@@ -14,6 +14,7 @@
 
 #include "server/backends/cpu/column_pass.h"
 #include "server/backends/cpu/order_select.h"
+#include "server/backends/cpu/tail_sum.h"
 #include "server/model/order_window.h"
 #include "server/model/statistics.h"
 
@@ -71,6 +72,7 @@ class ColumnReducer {
   int64_t below_ = 0;                   // values under the window
   double below_sum_ = 0;
   OrderSelect select_;
+  TailSumFunction tail_sum_;
   std::vector<int64_t> relative_;  // needed_ less below_
   std::vector<float> placed_;      // per needed rank
 };

@@ -2,9 +2,11 @@
 // kept lanes of such a vector packed to the front: the portable one (every
 // lane written, the count advanced past the kept ones, no branches) and
 // AVX2's (a lane permutation from a table by the keep mask, one store). The
-// column pass (column_pass.cc) stores values with them, and the
-// contributions' candidate scan (column_attribution.cc) uses the table to
-// store path indices.
+// column pass (column_pass.cc) and the selection's partition
+// (order_select.cc) store values with them, and the contributions' candidate
+// scan (column_attribution.cc) uses the table to store path indices. Also
+// the widening of eight floats to two vectors of four doubles, portable and
+// AVX2 (the pass's and the tail sum's).
 #pragma once
 
 #include <immintrin.h>
@@ -15,6 +17,8 @@ namespace pricer {
 
 typedef float Floats8 __attribute__((vector_size(32)));
 typedef int32_t Ints8 __attribute__((vector_size(32)));
+// Four doubles: AVX2 registers in AVX2 code, SSE pairs otherwise.
+typedef double Doubles4 __attribute__((vector_size(32)));
 
 // For each 8-bit mask, the lanes it keeps, in order (the rest 0): the
 // permutation that packs them to the front of a vector.
@@ -53,6 +57,24 @@ struct Avx2Compress {
         _mm256_load_si256(reinterpret_cast<const __m256i*>(kKeptLanes.lanes[mask]));
     _mm256_storeu_ps(out + n, _mm256_permutevar8x32_ps(reinterpret_cast<__m256>(x), lanes));
     return n + __builtin_popcount(static_cast<unsigned>(mask));
+  }
+};
+
+// Lanes 0-3 and 4-7 of `x` as doubles (exact). The portable code converts
+// with GCC's generic conversion; under AVX2 GCC 12 lowers that to four
+// conversions of pairs with inserts and moves (9 instructions), where AVX's
+// vcvtps2pd widens each half at once (3 with the extract).
+struct PortableWiden {
+  static void Of(const Floats8& x, Doubles4* low, Doubles4* high) {
+    *low = __builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3), Doubles4);
+    *high = __builtin_convertvector(__builtin_shufflevector(x, x, 4, 5, 6, 7), Doubles4);
+  }
+};
+struct Avx2Widen {
+  __attribute__((target("avx2"))) static void Of(const Floats8& x, Doubles4* low, Doubles4* high) {
+    const __m256 v = (__m256)x;  // the same bits
+    *low = (Doubles4)_mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    *high = (Doubles4)_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
   }
 };
 
