@@ -17,9 +17,6 @@ using SmallSelect = void (*)(const float* w, int64_t n, std::span<const int64_t>
 
 // At most this many values are left to SelectSmall.
 constexpr int64_t kSmall = 16;
-// Past this many partitions of one range (the pivots have failed it), the
-// range is sorted instead.
-constexpr int kDepthLimit = 48;
 
 // Sets out[k] to the value of rank ranks[k] - base of w[0, n), n <= kSmall,
 // from each value's count of values under it (its rank when the values
@@ -181,7 +178,7 @@ constexpr OrderSelect::Kernel kAvx2Kernel{Avx2Partition, SseSelectSmall};
 constexpr OrderSelect::Kernel kAvx512Kernel{Avx512Partition, Avx512SelectSmall};
 }  // namespace
 
-OrderSelect::OrderSelect(ReducerKernel kernel) {
+OrderSelect::OrderSelect(ReducerKernel kernel, int depth_limit) : depth_limit_(depth_limit) {
   switch (ResolvedKernel(kernel)) {
     case ReducerKernel::kAvx512:
       kernel_ = &kAvx512Kernel;
@@ -205,7 +202,7 @@ void OrderSelect::SelectIn(float* w, int64_t n, std::span<const int64_t> ranks, 
                            float* out, int depth) {
   while (!ranks.empty()) {
     if (n <= kSmall) return kernel_->small(w, n, ranks, base, out);
-    if (depth++ == kDepthLimit) {
+    if (depth++ >= depth_limit_) {
       std::sort(w, w + n);
       for (size_t k = 0; k < ranks.size(); ++k) out[k] = w[ranks[k] - base];
       return;

@@ -20,7 +20,10 @@ namespace pricer {
 
 class OrderSelect {
  public:
-  explicit OrderSelect(ReducerKernel kernel = ReducerKernel::kBest);
+  // Past `depth_limit` partitions of one range (pivots that an adversarial
+  // order of values could defeat every time), the range is sorted instead.
+  static constexpr int kDepthLimit = 48;
+  explicit OrderSelect(ReducerKernel kernel = ReducerKernel::kBest, int depth_limit = kDepthLimit);
 
   // Sets out[i] to the value of rank ranks[i] (0-based, of values[0, n)
   // sorted ascending); `ranks` ascending, each in [0, n). `values` is left
@@ -45,6 +48,7 @@ class OrderSelect {
                 int depth);
 
   const Kernel* kernel_;
+  int depth_limit_;
   std::vector<float> work_, over_;
 };
 

@@ -99,6 +99,25 @@ TEST(OrderSelectTest, TiesSortedAndAdversarialOrders) {
   }
 }
 
+TEST(OrderSelectTest, RangesPastTheDepthLimitAreSortedExactly) {
+  // Depth limits of 0 (sort at once), 1 and 2 (sort the parts of the first
+  // splits): the fallback for pivots defeated every time.
+  const std::vector<float> values = Normal(1000, 21);
+  std::vector<float> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const std::vector<int64_t> ranks = {0, 99, 100, 249, 250, 500, 999};
+  for (const ReducerKernel kernel : kKernels) {
+    for (int limit = 0; limit <= 2; ++limit) {
+      OrderSelect select(kernel, limit);
+      std::vector<float> out(ranks.size());
+      select.Select(values.data(), static_cast<int64_t>(values.size()), ranks, out.data());
+      for (size_t k = 0; k < ranks.size(); ++k) {
+        EXPECT_EQ(out[k], sorted[static_cast<size_t>(ranks[k])]) << "limit " << limit;
+      }
+    }
+  }
+}
+
 TEST(OrderSelectTest, OneSelectServesManyArrays) {
   // Scratch kept between calls does not leak into the next one.
   OrderSelect select;
