@@ -64,11 +64,9 @@ struct PassLanes {
     pass.shift = shift;
     pass.min = least[0];
     pass.max = largest[0];
-    for (int l = 0; l < 4; ++l) {
-      pass.sum += (sums[l] + sums[l + 4]) + (sums[l + 8] + sums[l + 12]);
-      pass.squares += (squares[l] + squares[l + 4]) + (squares[l + 8] + squares[l + 12]);
-      pass.below_sum += (under[l] + under[l + 4]) + (under[l + 8] + under[l + 12]);
-    }
+    pass.sum = SumLanes16(sums);
+    pass.squares = SumLanes16(squares);
+    pass.below_sum = SumLanes16(under);
     for (int l = 0; l < kLanes; ++l) {
       pass.min = std::min(pass.min, least[l]);
       pass.max = std::max(pass.max, largest[l]);

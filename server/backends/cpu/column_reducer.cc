@@ -1,12 +1,8 @@
 #include "server/backends/cpu/column_reducer.h"
 
 #include <algorithm>
-#include <array>
-#include <bit>
-#include <cmath>
 #include <cstring>
 #include <limits>
-#include <utility>
 
 namespace pricer {
 namespace {
@@ -82,10 +78,8 @@ Pass ColumnReducer::Run(const float* values) {
 }
 
 void ColumnReducer::PlaceOrderStatistics() {
-  relative_.clear();
-  for (const int64_t rank : needed_) relative_.push_back(rank - below_);
   placed_.resize(needed_.size());
-  select_.Select(window_.data(), kept_, relative_, placed_.data());
+  select_.Select(window_.data(), kept_, needed_, placed_.data(), below_);
 }
 
 float ColumnReducer::OrderStatistic(int64_t rank) const {

@@ -7,9 +7,7 @@
 // The definitions it computes are in server/model/statistics.h.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "server/backends/cpu/column_pass.h"
@@ -73,8 +71,7 @@ class ColumnReducer {
   double below_sum_ = 0;
   OrderSelect select_;
   TailSumFunction tail_sum_;
-  std::vector<int64_t> relative_;  // needed_ less below_
-  std::vector<float> placed_;      // per needed rank
+  std::vector<float> placed_;  // per needed rank
 };
 
 }  // namespace pricer

@@ -6,7 +6,8 @@
 // (order_select.cc) store values with them, and the contributions' candidate
 // scan (column_attribution.cc) uses the table to store path indices. Also
 // the widening of eight floats to two vectors of four doubles, portable and
-// AVX2 (the pass's and the tail sum's).
+// AVX2, and the order of a 16-lane float64 sum (the pass's and the tail
+// sum's).
 #pragma once
 
 #include <immintrin.h>
@@ -59,6 +60,15 @@ struct Avx2Compress {
     return n + __builtin_popcount(static_cast<unsigned>(mask));
   }
 };
+
+// The sum of 16 float64 lanes in the one order every kernel of the column
+// pass and the tail sum uses, so that their bits agree: (l + l + 4) + (l + 8
+// + l + 12) for l = 0..3, added in that order.
+inline double SumLanes16(const double* lanes) {
+  double sum = 0;
+  for (int l = 0; l < 4; ++l) sum += (lanes[l] + lanes[l + 4]) + (lanes[l + 8] + lanes[l + 12]);
+  return sum;
+}
 
 // Lanes 0-3 and 4-7 of `x` as doubles (exact). The portable code converts
 // with GCC's generic conversion; under AVX2 GCC 12 lowers that to four

@@ -191,11 +191,11 @@ OrderSelect::OrderSelect(ReducerKernel kernel, int depth_limit) : depth_limit_(d
   }
 }
 
-void OrderSelect::Select(const float* values, int64_t n, std::span<const int64_t> ranks,
-                         float* out) {
+void OrderSelect::Select(const float* values, int64_t n, std::span<const int64_t> ranks, float* out,
+                         int64_t first) {
   work_.assign(values, values + n);
   over_.resize(static_cast<size_t>(n + kColumnPassSlack));
-  SelectIn(work_.data(), n, ranks, 0, out, 0);
+  SelectIn(work_.data(), n, ranks, first, out, 0);
 }
 
 void OrderSelect::SelectIn(float* w, int64_t n, std::span<const int64_t> ranks, int64_t base,

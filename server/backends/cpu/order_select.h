@@ -25,10 +25,12 @@ class OrderSelect {
   static constexpr int kDepthLimit = 48;
   explicit OrderSelect(ReducerKernel kernel = ReducerKernel::kBest, int depth_limit = kDepthLimit);
 
-  // Sets out[i] to the value of rank ranks[i] (0-based, of values[0, n)
-  // sorted ascending); `ranks` ascending, each in [0, n). `values` is left
-  // as it is.
-  void Select(const float* values, int64_t n, std::span<const int64_t> ranks, float* out);
+  // Sets out[i] to the value of rank ranks[i] - first (0-based, of
+  // values[0, n) sorted ascending); `ranks` ascending, each in [first, first
+  // + n) (first: the values ranked under these, such as those under a
+  // column's window). `values` is left as it is.
+  void Select(const float* values, int64_t n, std::span<const int64_t> ranks, float* out,
+              int64_t first = 0);
 
   // The values of [w, w + n) split around `pivot`: those under it in [0,
   // lt), equal to it in [lt, le), over it in [le, n).

@@ -11,14 +11,12 @@ namespace {
 
 constexpr int kLanes = 16;
 
-// The lanes' sums in the one order every kernel uses, (l + l + 4) + (l + 8
-// + l + 12) for l = 0..3 as the column pass sums its lanes, then the
-// values [i, n) past the last full 16, one at a time.
-TailSum SumLanes(const double* lanes, int64_t count, const float* values, int64_t i, int64_t n,
-                 double q) {
+// The lanes' sum (SumLanes16, the column pass's order), then the values
+// [i, n) past the last full 16, one at a time.
+TailSum Finish(const double* lanes, int64_t count, const float* values, int64_t i, int64_t n,
+               double q) {
   TailSum tail;
-  for (int l = 0; l < 4; ++l)
-    tail.sum += (lanes[l] + lanes[l + 4]) + (lanes[l + 8] + lanes[l + 12]);
+  tail.sum = SumLanes16(lanes);
   tail.count = count;
   for (; i < n; ++i) {
     const double v = values[i];
@@ -52,7 +50,7 @@ __attribute__((always_inline)) inline TailSum TailSumBody(const float* values, i
   }
   double lanes[kLanes];
   std::memcpy(lanes, sums, sizeof(lanes));
-  return SumLanes(lanes, -(counts[0] + counts[1] + counts[2] + counts[3]), values, i, n, q);
+  return Finish(lanes, -(counts[0] + counts[1] + counts[2] + counts[3]), values, i, n, q);
 }
 
 TailSum PortableTailSum(const float* values, int64_t n, double q) {
@@ -84,7 +82,7 @@ __attribute__((target("avx512f,avx512vl,avx512dq,popcnt"))) TailSum Avx512TailSu
   double lanes[kLanes];
   _mm512_storeu_pd(lanes, sums[0]);
   _mm512_storeu_pd(lanes + 8, sums[1]);
-  return SumLanes(lanes, count, values, i, n, q);
+  return Finish(lanes, count, values, i, n, q);
 }
 
 }  // namespace

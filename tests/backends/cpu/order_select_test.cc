@@ -99,6 +99,22 @@ TEST(OrderSelectTest, TiesSortedAndAdversarialOrders) {
   }
 }
 
+TEST(OrderSelectTest, RanksCountFromFirst) {
+  // A window's ranks are the column's, past the `first` values under it.
+  const std::vector<float> values = Normal(700, 17);
+  std::vector<float> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const std::vector<int64_t> ranks = {4099, 4100, 4249, 4250, 4699};
+  for (const ReducerKernel kernel : kKernels) {
+    OrderSelect select(kernel);
+    std::vector<float> out(ranks.size());
+    select.Select(values.data(), static_cast<int64_t>(values.size()), ranks, out.data(), 4000);
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      EXPECT_EQ(out[k], sorted[static_cast<size_t>(ranks[k] - 4000)]);
+    }
+  }
+}
+
 TEST(OrderSelectTest, RangesPastTheDepthLimitAreSortedExactly) {
   // Depth limits of 0 (sort at once), 1 and 2 (sort the parts of the first
   // splits): the fallback for pivots defeated every time.
