@@ -125,18 +125,43 @@ class CliTestCase(unittest.TestCase):
 
     def kill_once_journaled(self, args, journal, size):
         """Starts `pricer price --target <the server> args` and kills it once
-        its `journal` holds more than `size` bytes (some chunks); fails the
-        test when the run ended before that."""
+        its `journal` holds more than `size` bytes of whole records (some
+        chunks: a record the kill tears is dropped on --resume, so bytes of a
+        record still being written do not count); fails the test when the
+        run ended before that."""
         proc = subprocess.Popen([self.binaries.pricer, "price", "--target", self.server.target,
                                  *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + scaled(60)
         while proc.poll() is None and time.time() < deadline:
-            if os.path.exists(journal) and os.path.getsize(journal) > size:
+            if os.path.exists(journal) and journal_whole_bytes(journal) > size:
                 break
             time.sleep(0.002)
         self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
         proc.kill()
         proc.wait(timeout=scaled(60))
+
+
+def journal_whole_bytes(path):
+    """The bytes of a progress journal (client/lib/progress_journal.h: two
+    header lines, then records of a varint length and that many bytes) up to
+    the end of its last whole record."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at = data.find(b"\n", data.find(b"\n") + 1) + 1
+    if at == 0:
+        return 0
+    while True:
+        length, shift, end = 0, 0, at
+        while end < len(data) and data[end] & 0x80:
+            length |= (data[end] & 0x7F) << shift
+            shift += 7
+            end += 1
+        if end >= len(data):
+            return at
+        length |= data[end] << shift
+        if end + 1 + length > len(data):
+            return at
+        at = end + 1 + length
 
 
 def read_csv_rows(path):
