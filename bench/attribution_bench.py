@@ -36,7 +36,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import run_json  # noqa: E402
-from run_benchmarks import Server, environments  # noqa: E402
+from machine import environments  # noqa: E402
+from run_benchmarks import Server  # noqa: E402
 
 COST_STATS = "mean,stddev,var:0.99,es:0.975"
 COST_WAYS = {

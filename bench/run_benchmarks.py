@@ -45,53 +45,13 @@ import tempfile
 import time
 
 import peers
+from machine import arithmetic_limit, environments, openblas_core
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS = "mean,stddev,var:0.99,es:0.975"
 PATHS, ISSUERS = 10000, 500
 WAYS = ("bare_sgemm", "stats", "full_devnull", "full_file", "numpy") + tuple(peers.LABELS)
 run_json = peers.run_json
-# The variables that pin OpenBLAS's kernel choice and cache sizes.
-PIN_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-
-
-def environments():
-    """The environments the end-to-end ways run in: "native" (the pin
-    variables unset, in these commands only) and, when the environment sets
-    any of them, "pinned" (as it is)."""
-    native = {k: v for k, v in os.environ.items() if k not in PIN_VARIABLES}
-    pins = {k: os.environ[k] for k in PIN_VARIABLES if k in os.environ}
-    return ({"native": native, "pinned": dict(os.environ)} if pins else {"native": native}), pins
-
-
-def openblas_core(build, env):
-    """The kernel OpenBLAS loads under `env` (OPENBLAS_VERBOSE=2's last "Core: X": bare_sgemm
-    may run again, as pricerd does), for the service and bare_sgemm and for NumPy."""
-    def core(command):
-        done = subprocess.run(command, env=dict(env, OPENBLAS_VERBOSE="2"), capture_output=True,
-                              text=True)
-        found = re.findall(r"Core: (\S+)", done.stdout + done.stderr)
-        return found[-1] if found else "unknown"
-    return {"openblas": core([os.path.join(build, "bench/bare_sgemm"), "--paths", "64",
-                              "--issuers", "64", "--scenarios", "64"]),
-            "numpy": core([sys.executable, "-c",
-                           "import numpy; a = numpy.ones((64, 64), numpy.float32); a @ a"])}
-
-
-def arithmetic_limit():
-    """Float32 GFLOP/s: cores x 2 FMA units x lanes (16 with AVX-512, 8 with AVX2, 4 on
-    Zen and Zen+, whose FMA units are 128-bit) x 2 x the nominal clock; and its figures."""
-    text = open("/proc/cpuinfo").read()
-    flags = re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()
-    zen1 = re.search(r"^cpu family\s*:\s*23\nmodel\s*:\s*(\d+)", text, re.M)
-    lanes = 16 if "avx512f" in flags else 4 if zen1 and int(zen1.group(1)) < 0x30 else \
-        8 if "fma" in flags else 4
-    mhz = max(float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", text, re.M))
-    cores = os.cpu_count()
-    return {"gflops": cores * 2 * lanes * 2 * mhz / 1000, "cores": cores, "lanes": lanes,
-            "mhz": mhz}
-
-
 def log(message):
     print(message, file=sys.stderr, flush=True)
 
@@ -261,7 +221,8 @@ def end_to_end_table(results, key="end_to_end"):
     run = results["environments"][key]
     lines = ["End to end, the original example (P = 10,000, N = 500), %s: %s. OpenBLAS kernel %s "
              "(NumPy's %s). Bare cblas_sgemm (median): %s; every ratio below is to it. The "
-             "processor's limit: about %.0f GFLOP/s (%d cores x 2 FMA x %d lanes x 2 x %.0f MHz)" % (
+             "processor's limit: about %.0f GFLOP/s (%d cores x 2 FMA x %d lanes x 2 x %.0f MHz, the "
+             "nominal clock: a boost clock gives more)" % (
                  run["name"], run["setting"], run["core"]["openblas"], run["core"]["numpy"], rates,
                  limit["gflops"], limit["cores"], limit["lanes"], limit["mhz"]),
              peers.versions_line(results),
