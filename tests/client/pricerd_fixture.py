@@ -15,6 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import scaled  # noqa: E402  (tests/binaries.py)
+from wire_format import read_varint  # noqa: E402  (tests/wire_format.py)
 
 
 # For tests whose tiny device budget is the point: a job may hold all of it,
@@ -133,7 +134,9 @@ class CliTestCase(unittest.TestCase):
                                  *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + scaled(60)
         while proc.poll() is None and time.time() < deadline:
-            if os.path.exists(journal) and journal_whole_bytes(journal) > size:
+            # The whole records are read only once the file is past `size`.
+            if (os.path.exists(journal) and os.path.getsize(journal) > size
+                    and journal_whole_bytes(journal) > size):
                 break
             time.sleep(0.002)
         self.assertIsNone(proc.poll(), "the run ended before the kill: size the job up")
@@ -151,17 +154,13 @@ def journal_whole_bytes(path):
     if at == 0:
         return 0
     while True:
-        length, shift, end = 0, 0, at
-        while end < len(data) and data[end] & 0x80:
-            length |= (data[end] & 0x7F) << shift
-            shift += 7
-            end += 1
-        if end >= len(data):
+        try:
+            length, end = read_varint(data, at)
+        except IndexError:  # the file ends inside the length
             return at
-        length |= data[end] << shift
-        if end + 1 + length > len(data):
+        if end + length > len(data):
             return at
-        at = end + 1 + length
+        at = end + length
 
 
 def read_csv_rows(path):

@@ -9,6 +9,9 @@ import struct
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from wire_format import varint  # noqa: E402  (tests/wire_format.py)
+
 # The fingerprint progress_journal_fuzzer.cc resumes with.
 FINGERPRINT = "0123456789abcdef" * 4
 # The set price_request_fuzzer.cc stores: 2 x 3, column-major.
@@ -113,12 +116,7 @@ def journals(pb):
 
     def record(reply):
         data = reply.SerializeToString()
-        size, varint = len(data), b""
-        while True:
-            byte, size = size & 0x7F, size >> 7
-            varint += bytes([byte | (0x80 if size else 0)])
-            if not size:
-                return varint + data
+        return varint(len(data)) + data
 
     accepted = record(pb.PriceReply(accepted=pb.JobAccepted(
         job_id="j1", issuers=2, paths=16, column_begin=0, column_end=8)))

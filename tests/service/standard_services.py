@@ -13,6 +13,7 @@ from google.protobuf import message_factory
 
 from pricer_calls import call_status
 from binaries import scaled  # tests/binaries.py, on sys.path through pricer_calls
+from wire_format import read_varint, varint  # tests/wire_format.py, the same
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVING, NOT_SERVING = 1, 2  # grpc.health.v1.HealthCheckResponse.ServingStatus
@@ -21,32 +22,23 @@ SERVING, NOT_SERVING = 1, 2  # grpc.health.v1.HealthCheckResponse.ServingStatus
 # ---- grpc.health.v1 by hand: HealthCheckRequest{string service = 1},
 # HealthCheckResponse{enum status = 1} ----
 
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def encode_health_request(service):
     data = service.encode()
-    return b"\x0a" + _varint(len(data)) + data if data else b""
+    return b"\x0a" + varint(len(data)) + data if data else b""
 
 
 def decode_health_status(data):
     """Field 1 (varint) of a HealthCheckResponse; 0 (UNKNOWN) when absent."""
     status, at = 0, 0
     while at < len(data):
-        key, at = _read_varint(data, at)
+        key, at = read_varint(data, at)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            value, at = _read_varint(data, at)
+            value, at = read_varint(data, at)
             if field == 1:
                 status = value
         elif wire == 2:
-            length, at = _read_varint(data, at)
+            length, at = read_varint(data, at)
             at += length
         elif wire == 5:
             at += 4
@@ -55,17 +47,6 @@ def decode_health_status(data):
         else:
             raise ValueError("wire type %d in a HealthCheckResponse" % wire)
     return status
-
-
-def _read_varint(data, at):
-    value, shift = 0, 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, at
 
 
 def health_check(channel, service="", timeout=10):

@@ -50,7 +50,7 @@ class OrderSelect {
                 int depth);
 
   const Kernel* kernel_;
-  int depth_limit_;
+  const int depth_limit_;
   std::vector<float> work_, over_;
 };
 
