@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 
+import cpu_time
 import peers
 from machine import arithmetic_limit, environments, openblas_core
 
@@ -148,6 +149,7 @@ def size_row(m, runs):
     row = {"scenarios": m, "flops": 2.0 * PATHS * ISSUERS * m}
     for way, results in runs.items():
         row[way] = summarize(results, m)
+        row[way]["cpu"] = cpu_time.medians(results)
     row["ratios"] = {figure: {way: row[way][figure + "_seconds"] /
                               row["bare_sgemm"][figure + "_seconds"] for way in runs}
                      for figure in ("median", "min")}
@@ -160,13 +162,14 @@ def end_to_end(build, sizes, repeats, scratch, peer_python, env):
     rows = []
     with Server(build, env=env) as server:
         price(build, server.target, 2000, "--stats", STATS)  # warm-up
+        meter = cpu_time.CpuMeter(server.process.pid)
         for m in sizes:
             ways = ways_at(build, server.target, m, scratch, peer_python, env)
             runs = {way: [] for way in ways}
             for r in range(repeats):
                 for way, measure in ways.items():
                     log(f"  M={m} {way} (repeat {r + 1}/{repeats})")
-                    runs[way].append(measure())
+                    runs[way].append(meter.measure(measure))
             rows.append(size_row(m, runs))
     return rows
 
@@ -236,7 +239,7 @@ def end_to_end_table(results, key="end_to_end"):
                 row["scenarios"], way, row[way]["median_seconds"], row[way]["min_seconds"],
                 row["ratios"]["median"][way], row["ratios"]["min"][way],
                 row[way]["median_gflops"]))
-    return lines + peers.speedup_table(rows)
+    return lines + peers.speedup_table(rows) + cpu_time.table(rows, WAYS)
 
 
 def table(results):
