@@ -15,6 +15,8 @@ column alike:
     (bench/peers.py). Each way runs --repeats times (3 at least), round-robin
     over the ways within each repeat; the median is the headline, the minimum
     beside it; the speed-up over each peer is set against the bare sgemm's;
+    each run's CPU seconds, its own processes' and the server's
+    (bench/cpu_time.py), against the bare GEMM's thread-seconds;
   * small-request latency and throughput at 1, 4, 16 and 64 concurrent clients
     (bench/load_bench);
   * server peak RSS while streaming a full-output result over 4 GB, and the
