@@ -20,24 +20,19 @@ def process_seconds(pid):
     return int(fields[11]) / TICKS, int(fields[12]) / TICKS
 
 
-class CpuMeter:
-    """Measures runs of ways while the server `server_pid` is up."""
-
-    def __init__(self, server_pid):
-        self.server_pid = server_pid
-
-    def measure(self, run):
-        """Runs `run()`, which returns its figures as a dict, and adds "cpu" to them."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_before = process_seconds(self.server_pid)
-        result = run()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        server_after = process_seconds(self.server_pid)
-        result["cpu"] = {"user": after.ru_utime - before.ru_utime,
-                         "system": after.ru_stime - before.ru_stime,
-                         "server_user": server_after[0] - server_before[0],
-                         "server_system": server_after[1] - server_before[1]}
-        return result
+def measure(run, server_pid):
+    """Runs `run()`, which returns its figures as a dict, and adds "cpu" to them: its
+    processes' and the server's (process `server_pid`) user and system seconds meanwhile."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = process_seconds(server_pid)
+    result = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_after = process_seconds(server_pid)
+    result["cpu"] = {"user": after.ru_utime - before.ru_utime,
+                     "system": after.ru_stime - before.ru_stime,
+                     "server_user": server_after[0] - server_before[0],
+                     "server_system": server_after[1] - server_before[1]}
+    return result
 
 
 def medians(runs):

@@ -164,14 +164,13 @@ def end_to_end(build, sizes, repeats, scratch, peer_python, env):
     rows = []
     with Server(build, env=env) as server:
         price(build, server.target, 2000, "--stats", STATS)  # warm-up
-        meter = cpu_time.CpuMeter(server.process.pid)
         for m in sizes:
             ways = ways_at(build, server.target, m, scratch, peer_python, env)
             runs = {way: [] for way in ways}
             for r in range(repeats):
                 for way, measure in ways.items():
                     log(f"  M={m} {way} (repeat {r + 1}/{repeats})")
-                    runs[way].append(meter.measure(measure))
+                    runs[way].append(cpu_time.measure(measure, server.process.pid))
             rows.append(size_row(m, runs))
     return rows
 

@@ -67,6 +67,8 @@ class MultiHostSpreadTest(MultiHostTestCase):
               f"{second['since_first_call'] - second['seconds']:.1f} s took "
               f"{second['seconds']:.1f} s ({second['servers_seen']} servers answered before "
               f"it); shards {before} -> {after}", file=sys.stderr)
+        self.assertEqual(second["servers_seen"], len(Network.HOSTS),
+                         "not every named host answered the client within its limit")
         self.assertGreater(after["h4"], 0, f"h4 took no part after it was named: {after}")
         reference = np.load(os.path.join(self.dir.name, "one_server_full.npy"))
         for run in (first, second):
