@@ -7,7 +7,8 @@ column alike:
 
   * the original example (500 issuers, 10,000 paths) at several scenario
     counts, end to end through the `pricer` CLI: stats mode, full output to a
-    file and to /dev/null; against one bare multi-threaded cblas_sgemm of the
+    file and to /dev/null, through the socket and through a shared-memory ring
+    (`--shared-memory`: shm_devnull, shm_file); against one bare multi-threaded cblas_sgemm of the
     same shape (bench/bare_sgemm) and against NumPy's ST @ A plus the same
     statistics (bench/numpy_baseline.py); with --peers also PyTorch on the CPU
     (bench/torch_baseline.py --device cpu) and the original question's
@@ -53,7 +54,8 @@ from machine import arithmetic_limit, environments, openblas_core
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS = "mean,stddev,var:0.99,es:0.975"
 PATHS, ISSUERS = 10000, 500
-WAYS = ("bare_sgemm", "stats", "full_devnull", "full_file", "numpy") + tuple(peers.LABELS)
+WAYS = ("bare_sgemm", "stats", "full_devnull", "full_file", "shm_devnull", "shm_file",
+        "numpy") + tuple(peers.LABELS)
 run_json = peers.run_json
 def log(message):
     print(message, file=sys.stderr, flush=True)
@@ -109,8 +111,8 @@ def price(build, target, scenarios, *flags):
     return {"seconds": wall, "server_seconds": float(match.group(1)) if match else None}
 
 
-def price_to_file(build, target, scenarios, path):
-    result = price(build, target, scenarios, "--stats", "mean", "--full-out", path)
+def price_to_file(build, target, scenarios, path, *flags):
+    result = price(build, target, scenarios, "--stats", "mean", "--full-out", path, *flags)
     os.remove(path)
     return result
 
@@ -136,6 +138,10 @@ def ways_at(build, target, m, scratch, peer_python, env):
         "full_devnull": lambda: price(build, target, m, "--stats", "mean",
                                       "--full-out", "/dev/null"),
         "full_file": lambda: price_to_file(build, target, m, os.path.join(scratch, "sc.npy")),
+        "shm_devnull": lambda: price(build, target, m, "--stats", "mean", "--full-out",
+                                     "/dev/null", "--shared-memory"),
+        "shm_file": lambda: price_to_file(build, target, m, os.path.join(scratch, "sc.npy"),
+                                          "--shared-memory"),
         "bare_sgemm": lambda: run_json([os.path.join(build, "bench/bare_sgemm"), *shape], env),
         "numpy": lambda: run_json([sys.executable,
                                    os.path.join(ROOT, "bench/numpy_baseline.py"), *shape], env),
@@ -162,7 +168,7 @@ def size_row(m, runs):
 def end_to_end(build, sizes, repeats, scratch, peer_python, env):
     """Per size, `repeats` runs of each way under `env`, round-robin over the ways."""
     rows = []
-    with Server(build, env=env) as server:
+    with Server(build, flags=["--shared-memory-output"], env=env) as server:
         price(build, server.target, 2000, "--stats", STATS)  # warm-up
         for m in sizes:
             ways = ways_at(build, server.target, m, scratch, peer_python, env)
@@ -200,6 +206,8 @@ def plot(rows, path):
     labels = {"bare_sgemm": "bare cblas_sgemm (no RNG, no statistics)",
               "stats": "pricer, stats mode", "full_devnull": "pricer, full SC to /dev/null",
               "full_file": "pricer, full SC to a .npy file",
+              "shm_devnull": "pricer, full SC through shared memory to /dev/null",
+              "shm_file": "pricer, full SC through shared memory to a .npy file",
               "numpy": "NumPy ST @ A + the same statistics", **peers.LABELS}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = [row["scenarios"] for row in rows]

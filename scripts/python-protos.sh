@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The generated modules of the Python client, client/python/pricer_client/_proto/:
-# pricer_pb2.py (with its .pyi), pricer_pb2_grpc.py, devices_pb2.py, statistics_pb2.py, book_pb2.py and
-# client_protocol_pb2.py from proto/pricer/v1/, their imports moved from
+# pricer_pb2.py (with its .pyi), pricer_pb2_grpc.py, devices_pb2.py, statistics_pb2.py, book_pb2.py,
+# shared_memory_pb2.py and client_protocol_pb2.py from proto/pricer/v1/, their imports moved from
 # `pricer.v1` into `pricer_client._proto` so that the package needs nothing
 # else on sys.path (and no top-level `pricer` module, a name PyPI gives to
 # another project).
@@ -26,7 +26,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 protoc --proto_path=proto --python_out="$tmp" --pyi_out="$tmp" \
   proto/pricer/v1/pricer.proto proto/pricer/v1/devices.proto proto/pricer/v1/statistics.proto \
-  proto/pricer/v1/book.proto \
+  proto/pricer/v1/book.proto proto/pricer/v1/shared_memory.proto \
   proto/pricer/v1/client_protocol.proto
 protoc --proto_path=proto --grpc_python_out="$tmp" \
   --plugin=protoc-gen-grpc_python="$(command -v grpc_python_plugin)" proto/pricer/v1/pricer.proto

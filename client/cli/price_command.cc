@@ -268,13 +268,26 @@ PriceCommand::PriceCommand(CLI::App& app)
                     "seconds the whole run may take, retries included; then exit 1 with "
                     "DEADLINE_EXCEEDED (default: none)");
   price->add_flag("--json", json_, "print the summary as one JSON object on stdout");
+  price->add_flag("--shared-memory", shared_memory_,
+                  "take --full-out's SC through a shared-memory ring (32 MiB) instead of the "
+                  "socket: a server on this host, started with --shared-memory-output");
   AddOutputFlags(*price, files_, contributions_prefix_);
 }
 
-int PriceCommand::Run(PricerClient& client) {
+absl::Status PriceCommand::CheckClientFlags() const {
   if (timeout_.has_value() && !(*timeout_ > 0 && *timeout_ <= 1e9)) {
-    return Refuse(absl::StrCat("--timeout ", *timeout_, " is not a number of seconds in (0, 1e9]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout ", *timeout_, " is not a number of seconds in (0, 1e9]"));
   }
+  if (shared_memory_ && files_.full_npy.empty()) {
+    return absl::InvalidArgumentError("--shared-memory needs --full-out");
+  }
+  return absl::OkStatus();
+}
+
+int PriceCommand::Run(PricerClient& client) {
+  if (const absl::Status s = CheckClientFlags(); !s.ok()) return Refuse(s.message());
+  if (shared_memory_) client.SetSharedMemorySlots(kSharedMemorySlots);
   options_.full = !files_.full_npy.empty();
   options_.terminal_prices = !files_.prices_npy.empty();
   options_.instrument_values = !files_.values_npy.empty();

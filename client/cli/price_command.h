@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "client/cli/command.h"
 #include "client/lib/price_results.h"
 #include "client/lib/request_options.h"
@@ -19,6 +20,9 @@ class PriceCommand final : public Command {
   int Run(PricerClient& client) override;
 
  private:
+  // --timeout's value, and --shared-memory only with --full-out.
+  absl::Status CheckClientFlags() const;
+
   PriceOptions options_;
   ResultFiles files_;
   std::string stats_list_;                   // --stats
@@ -30,6 +34,9 @@ class PriceCommand final : public Command {
   bool resume_ = false;
   std::optional<double> timeout_;  // --timeout, seconds
   bool json_ = false;
+  // --shared-memory: SC through a ring of this many 4 MiB slots.
+  bool shared_memory_ = false;
+  static constexpr int32_t kSharedMemorySlots = 8;
 };
 
 }  // namespace pricer

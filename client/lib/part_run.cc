@@ -13,6 +13,8 @@
 #include "client/lib/error_target.h"
 #include "client/lib/reply_parts.h"
 #include "client/lib/retry_policy.h"
+#include "client/lib/shared_output.h"
+#include "common/status_macros.h"
 #include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
@@ -113,6 +115,12 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
   request_.mutable_output()->set_terminal_prices(with_paths && prices_.wanted);
   request_.mutable_output()->set_instrument_values(with_paths && values_.wanted);
   call_columns_ = ColumnRanges();
+  absl::StatusOr<std::unique_ptr<SharedOutputReader>> ring = NewRing();
+  if (!ring.ok()) {
+    *ours = true;
+    return grpc::Status(static_cast<grpc::StatusCode>(ring.status().code()),
+                        std::string(ring.status().message()));
+  }
   grpc::ClientContext context;
   if (grpc::Status s = client_.Start(context); !s.ok()) return s;
   // The stub's Price, reading each reply as the bytes gRPC received.
@@ -123,7 +131,7 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
   while (reader->Read(&buffer)) {
     ReceivedReply reply;
     grpc::Status s = Contradiction("a reply that is not a PriceReply");
-    if (DecodeReply(buffer, &reply).ok()) s = Take(reply, asked);
+    if (DecodeReply(buffer, &reply).ok()) s = Take(reply, ring->get(), asked);
     if (!s.ok()) {
       *ours = true;
       context.TryCancel();
@@ -153,6 +161,41 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
                                            : "a finished call without all the instrument values");
   }
   return status;
+}
+
+absl::StatusOr<std::unique_ptr<SharedOutputReader>> PricerClient::PartRun::NewRing() {
+  request_.mutable_output()->clear_shared_memory();
+  if (client_.shared_memory_slots_ == 0 || !request_.output().full()) return nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<SharedOutputReader> ring,
+                   SharedOutputReader::Create(client_.shared_memory_slots_));
+  *request_.mutable_output()->mutable_shared_memory() = ring->ring();
+  return ring;
+}
+
+grpc::Status PricerClient::PartRun::Take(ReceivedReply& reply, SharedOutputReader* ring,
+                                         const std::optional<ColumnRange>& asked) {
+  const int32_t slot = reply.message.has_chunk() ? reply.message.chunk().shared_slot() : 0;
+  if (slot == 0) return Take(reply, asked);
+  grpc::Status s = FromRing(ring, slot, &reply);
+  if (s.ok()) s = Take(reply, asked);
+  if (s.ok()) ring->Release();
+  return s;
+}
+
+grpc::Status PricerClient::PartRun::FromRing(SharedOutputReader* ring, int32_t slot,
+                                             ReceivedReply* reply) {
+  if (ring == nullptr) return Contradiction("a chunk in a shared-memory ring not asked for");
+  const v1::ResultChunk& chunk = reply->message.chunk();
+  const int64_t columns = chunk.column_end() - chunk.column_begin();
+  if (!reply->values.empty() || chunk.rows() < 0 || columns < 0 ||
+      chunk.rows() > SharedOutputReader::kSlotBytes || columns > SharedOutputReader::kSlotBytes) {
+    return Contradiction("a shared-memory chunk of a shape that does not fit a slot");
+  }
+  absl::StatusOr<ValueBytes> values = ring->Take(slot, chunk.rows() * columns * 4);
+  if (!values.ok())
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(values.status().message()));
+  reply->values = *std::move(values);
+  return grpc::Status::OK;
 }
 
 grpc::Status PricerClient::PartRun::Take(const ReceivedReply& received,

@@ -12,6 +12,7 @@
 #include "client/lib/column_ranges.h"
 #include "client/lib/pricer_client.h"
 #include "client/lib/reply_decoding.h"
+#include "client/lib/shared_output.h"
 
 namespace pricer {
 
@@ -44,6 +45,15 @@ class PricerClient::PartRun {
   // path matrices when `with_paths`.
   grpc::Status Call(const std::optional<ColumnRange>& asked, bool with_paths, bool* ours);
   grpc::Status Take(const ReceivedReply& reply, const std::optional<ColumnRange>& asked);
+  // Take, for a reply whose chunk may be in `ring` (null: the call has none):
+  // its values from there, and the slot released once handed on.
+  grpc::Status Take(ReceivedReply& reply, SharedOutputReader* ring,
+                    const std::optional<ColumnRange>& asked);
+  // The values of a chunk in slot `slot` - 1 of `ring` into `reply`, checked.
+  static grpc::Status FromRing(SharedOutputReader* ring, int32_t slot, ReceivedReply* reply);
+  // A new ring for the next call when the client takes full output through
+  // shared memory, named in request_ (else null, and request_ names none).
+  absl::StatusOr<std::unique_ptr<SharedOutputReader>> NewRing();
   // Hands on the columns of a path-matrix chunk, [begin, end) of `matrix`,
   // that have not arrived yet (`what` names them in a contradiction).
   grpc::Status TakePathColumns(const ReceivedReply& received, int64_t begin, int64_t end,

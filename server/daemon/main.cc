@@ -248,6 +248,11 @@ void DefineMemoryFlags(CLI::App& app, Flags& flags) {
       ->envname("PRICER_STALLED_READER_SECONDS")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  app.add_flag("--shared-memory-output", flags.options.shared_memory_output,
+               "let clients on this host take full output through a shared-memory ring of "
+               "theirs (pricer price --shared-memory), which the server opens as "
+               "/proc/PID/fd/FD: for trusted clients of the server's user")
+      ->envname("PRICER_SHARED_MEMORY_OUTPUT");
 }
 
 // What one connection may hold: calls at once, and how long it may stay

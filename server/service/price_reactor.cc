@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "server/service/reply_encoding.h"
 #include "server/service/request_validation.h"
+#include "server/service/shared_output.h"
 #include "server/service/status_mapping.h"
 #include "server/service/targeted_run.h"
 #include "spdlog/spdlog.h"
@@ -82,11 +83,14 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   void OnCancel() override {
     cancelled_ = true;
-    if (run_ != nullptr) run_->Cancel(absl::CancelledError("the client cancelled the call"));
+    if (run_ == nullptr) return;
+    run_->Cancel(absl::CancelledError("the client cancelled the call"));
+    WriteNext();  // with no write to fail (a chunk waiting for the ring), finishes
   }
 
   void OnDone() override {
     stalled_->Close();  // waits for a time-out that is running
+    shared_.reset();    // waits for a WriteNext that its thread runs
     double flops = 0;
     if (run_ != nullptr) {
       run_->results().DetachListener();
@@ -129,6 +133,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       return absl::InvalidArgumentError("the request does not parse as a pricer.v1.PriceRequest");
     }
     ASSIGN_OR_RETURN(JobSpec spec, ToJobSpec(request, service_.store()));
+    ASSIGN_OR_RETURN(shared_,
+                     OpenRequestedRing(request.output(), service_.options().shared_memory_output));
     if (spec.priority > client.max_priority) {
       return absl::PermissionDeniedError(
           absl::StrCat("priority is ", spec.priority, ": client ", client.name,
@@ -172,14 +178,19 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     absl::Status status;
     v1::PriceReply message;
+    int64_t shared_bytes = 0;  // values written into the shared-memory ring
     if (!accepted_sent_ && run_->results().ready()) {
       ToAcceptedReply(run_->job(), &message);
       reply_ = EncodeReply(message);
       accepted_sent_ = true;
-    } else if (std::optional<ResultChunk> chunk;
-               accepted_sent_ && (chunk = run_->results().Pop()).has_value()) {
-      reply_ = EncodeReply(*chunk, run_->job().spec().output.statistics);
-      bytes_in_flight_ = chunk->payload_bytes();
+    } else if (accepted_sent_ && (held_.has_value() || (held_ = run_->results().Pop()))) {
+      absl::Status failed;
+      if (!TakeHeld(&shared_bytes, &failed)) {
+        mu_.Unlock();
+        if (!failed.ok()) run_->Cancel(failed);
+        if (cancelled_) WriteNext();  // finishes once the stream is drained
+        return;
+      }
     } else if (!run_->results().Drained(&status)) {
       mu_.Unlock();
       return;
@@ -197,11 +208,48 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(ToGrpcStatus(status));
       return;
     }
-    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.Length());
+    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.Length()) + shared_bytes;
     writing_ = true;
     stalled_->Touch();
     mu_.Unlock();
     StartWrite(&reply_);
+  }
+
+  // The reply for the held chunk into reply_ (true). False when it cannot be
+  // written now: it waits for a slot of the ring (whose thread calls
+  // WriteNext when one is free; its reader held to --stalled-reader-seconds
+  // as for a write), or the call was cancelled (the chunks left are
+  // dropped), or the ring failed (`failed`). `shared_bytes`: the values
+  // written into the ring.
+  bool TakeHeld(int64_t* shared_bytes, absl::Status* failed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (cancelled_) {
+      held_.reset();
+      while (run_->results().Pop().has_value()) {
+      }
+      return false;
+    }
+    const int64_t payload_bytes = held_->payload_bytes();
+    int32_t slot = 0;
+    if (shared_ != nullptr && held_->kind == ResultChunk::Kind::kScenarioColumns &&
+        !held_->values.empty()) {
+      absl::StatusOr<int32_t> written = shared_->TryWrite(held_->values, [this] { WriteNext(); });
+      if (!written.ok()) {
+        held_.reset();
+        *failed = written.status();
+        return false;
+      }
+      if (*written == 0) {
+        stalled_->Touch();
+        return false;
+      }
+      slot = *written;
+      *shared_bytes = static_cast<int64_t>(held_->values.size() * sizeof(float));
+      held_->values = SharedFloats();
+    }
+    reply_ = EncodeReply(*held_, run_->job().spec().output.statistics, slot);
+    bytes_in_flight_ = payload_bytes;
+    held_.reset();
+    return true;
   }
 
   // On the stalled-reader watch's thread, a write outstanding for longer
@@ -233,11 +281,15 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool active_ = false;                         // counted among the active calls (not refused)
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<PriceRun> run_;
+  // The request's shared-memory ring (output.shared_memory), if any.
+  std::unique_ptr<SharedOutputWriter> shared_;
   absl::Mutex mu_;
   // Its code and bytes are written under mu_ once the call streams, on the
   // engine's and gRPC's threads; OnDone takes it under mu_.
   CallRecord call_;
-  grpc::ByteBuffer reply_ ABSL_GUARDED_BY(mu_);             // the message being written
+  grpc::ByteBuffer reply_ ABSL_GUARDED_BY(mu_);  // the message being written
+  // A chunk popped from the stream that waits for a slot of the ring.
+  std::optional<ResultChunk> held_ ABSL_GUARDED_BY(mu_);
   int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;        // payload of the chunk being written
   int64_t reply_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // its serialized size
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -99,6 +99,7 @@ absl::StatusOr<ServiceOptions> ToServiceOptions(const ServerOptions& options) {
   service_options.max_upload_bytes_in_flight = options.max_upload_bytes_in_flight;
   service_options.upload_idle_seconds = options.upload_idle_seconds;
   service_options.stalled_reader_seconds = options.stalled_reader_seconds;
+  service_options.shared_memory_output = options.shared_memory_output;
   service_options.max_queued_jobs = options.engine.max_queued_jobs;
   if (!options.auth_tokens_file.empty()) {
     ASSIGN_OR_RETURN(service_options.authenticator,

@@ -60,6 +60,9 @@ struct ServerOptions {
   double upload_idle_seconds = 60;
   // A Price call whose reader takes no reply for this long is cancelled; 0: never.
   double stalled_reader_seconds = 300;
+  // Clients on this host may take full output through their shared-memory
+  // ring (output.shared_memory).
+  bool shared_memory_output = false;
   // When > 0, a connection older than this is asked to go away (HTTP/2
   // GOAWAY; its running calls finish), so that clients resolve the target
   // again and find new replicas.

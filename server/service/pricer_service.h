@@ -39,6 +39,9 @@ struct ServiceOptions {
   // A Price call whose reader takes no reply for this long is cancelled
   // (--stalled-reader-seconds); 0: never.
   double stalled_reader_seconds = 300;
+  // Clients on this host may take full output through a shared-memory ring
+  // (output.shared_memory, --shared-memory-output).
+  bool shared_memory_output = false;
 };
 
 // Price is a raw method (its replies are written serialized, reply_encoding.h).

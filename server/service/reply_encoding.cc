@@ -227,9 +227,11 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
   if (values) ToContributions(chunk, selection, out);  // else EncodeReply appends them
 }
 
-grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection) {
+grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection,
+                             int32_t shared_slot) {
   v1::PriceReply reply;
   ToReply(chunk, selection, &reply, false);
+  if (shared_slot > 0 && reply.has_chunk()) reply.mutable_chunk()->set_shared_slot(shared_slot);
   const ContributionBlocks& blocks = chunk.contributions;
   if (chunk.values.empty() && blocks.empty()) return EncodeReply(reply);
   // The message that holds the arrays, and its field in PriceReply.

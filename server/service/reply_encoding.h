@@ -6,6 +6,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "pricer/v1/pricer.pb.h"
@@ -30,8 +31,11 @@ void ToReply(const ResultChunk& chunk, const StatisticsSelection& selection, v1:
 // contributions and then the values as the last fields of the inner message
 // (protobuf takes fields in any order). Neither is copied: each array is a
 // slice of the buffer that points into the chunk's shared floats and holds
-// them until gRPC has sent it.
-grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection);
+// them until gRPC has sent it. `shared_slot` > 0: a chunk of SC whose values
+// are in that slot of the call's shared-memory ring (1 + the slot;
+// ResultChunk.shared_slot), its `values` left empty.
+grpc::ByteBuffer EncodeReply(const ResultChunk& chunk, const StatisticsSelection& selection,
+                             int32_t shared_slot = 0);
 // Any other reply, serialized.
 grpc::ByteBuffer EncodeReply(const v1::PriceReply& reply);
 

@@ -1,6 +1,7 @@
 from pricer_client._proto import devices_pb2 as _devices_pb2
 from pricer_client._proto import statistics_pb2 as _statistics_pb2
 from pricer_client._proto import book_pb2 as _book_pb2
+from pricer_client._proto import shared_memory_pb2 as _shared_memory_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -18,6 +19,7 @@ from pricer_client._proto.statistics_pb2 import PrecisionTarget
 from pricer_client._proto.statistics_pb2 import RoundStarted
 from pricer_client._proto.book_pb2 import Instrument
 from pricer_client._proto.book_pb2 import InstrumentValuesChunk
+from pricer_client._proto.shared_memory_pb2 import SharedMemoryRing
 DESCRIPTOR: _descriptor.FileDescriptor
 PRECISION_BF16: Precision
 PRECISION_FP32: Precision
@@ -132,18 +134,20 @@ class Matrix(_message.Message):
     def __init__(self, rows: _Optional[int] = ..., columns: _Optional[int] = ..., values: _Optional[bytes] = ...) -> None: ...
 
 class OutputOptions(_message.Message):
-    __slots__ = ["chunk_columns", "full", "instrument_values", "statistics", "terminal_prices"]
+    __slots__ = ["chunk_columns", "full", "instrument_values", "shared_memory", "statistics", "terminal_prices"]
     CHUNK_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
     INSTRUMENT_VALUES_FIELD_NUMBER: _ClassVar[int]
+    SHARED_MEMORY_FIELD_NUMBER: _ClassVar[int]
     STATISTICS_FIELD_NUMBER: _ClassVar[int]
     TERMINAL_PRICES_FIELD_NUMBER: _ClassVar[int]
     chunk_columns: int
     full: bool
     instrument_values: bool
+    shared_memory: _shared_memory_pb2.SharedMemoryRing
     statistics: _statistics_pb2.StatisticsSelection
     terminal_prices: bool
-    def __init__(self, full: bool = ..., statistics: _Optional[_Union[_statistics_pb2.StatisticsSelection, _Mapping]] = ..., terminal_prices: bool = ..., instrument_values: bool = ..., chunk_columns: _Optional[int] = ...) -> None: ...
+    def __init__(self, full: bool = ..., statistics: _Optional[_Union[_statistics_pb2.StatisticsSelection, _Mapping]] = ..., terminal_prices: bool = ..., instrument_values: bool = ..., chunk_columns: _Optional[int] = ..., shared_memory: _Optional[_Union[_shared_memory_pb2.SharedMemoryRing, _Mapping]] = ...) -> None: ...
 
 class Plan(_message.Message):
     __slots__ = ["chunk_columns", "device_plans", "devices", "shard_columns", "shard_count"]
@@ -210,20 +214,22 @@ class PriceRequest(_message.Message):
     def __init__(self, market: _Optional[_Union[Market, _Mapping]] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ..., paths: _Optional[int] = ..., seed: _Optional[int] = ..., scenarios: _Optional[_Union[Scenarios, _Mapping]] = ..., column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., output: _Optional[_Union[OutputOptions, _Mapping]] = ..., priority: _Optional[int] = ..., antithetic: bool = ..., precision: _Optional[_Union[Precision, str]] = ..., target: _Optional[_Union[_statistics_pb2.PrecisionTarget, _Mapping]] = ..., instruments: _Optional[_Iterable[_Union[_book_pb2.Instrument, _Mapping]]] = ..., returns: _Optional[_Union[HistoricalReturns, _Mapping]] = ...) -> None: ...
 
 class ResultChunk(_message.Message):
-    __slots__ = ["column_begin", "column_end", "contributions", "rows", "statistics", "values"]
+    __slots__ = ["column_begin", "column_end", "contributions", "rows", "shared_slot", "statistics", "values"]
     COLUMN_BEGIN_FIELD_NUMBER: _ClassVar[int]
     COLUMN_END_FIELD_NUMBER: _ClassVar[int]
     CONTRIBUTIONS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    SHARED_SLOT_FIELD_NUMBER: _ClassVar[int]
     STATISTICS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     column_begin: int
     column_end: int
     contributions: _containers.RepeatedCompositeFieldContainer[_statistics_pb2.Contributions]
     rows: int
+    shared_slot: int
     statistics: _statistics_pb2.ColumnStatistics
     values: bytes
-    def __init__(self, column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ..., statistics: _Optional[_Union[_statistics_pb2.ColumnStatistics, _Mapping]] = ..., contributions: _Optional[_Iterable[_Union[_statistics_pb2.Contributions, _Mapping]]] = ...) -> None: ...
+    def __init__(self, column_begin: _Optional[int] = ..., column_end: _Optional[int] = ..., rows: _Optional[int] = ..., values: _Optional[bytes] = ..., statistics: _Optional[_Union[_statistics_pb2.ColumnStatistics, _Mapping]] = ..., contributions: _Optional[_Iterable[_Union[_statistics_pb2.Contributions, _Mapping]]] = ..., shared_slot: _Optional[int] = ...) -> None: ...
 
 class ScenarioChunk(_message.Message):
     __slots__ = ["columns", "rows", "values"]

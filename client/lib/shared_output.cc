@@ -1,0 +1,92 @@
+#include "client/lib/shared_output.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "common/shared_ring.h"
+
+namespace pricer {
+namespace {
+
+using namespace shared_ring;  // NOLINT(build/namespaces): the layout's names
+
+absl::Status Failed(absl::string_view what) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot set up the shared-memory ring: ", what, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(int32_t slots) {
+  if (slots < 1 || slots > kMaxSlots) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shared-memory ring of ", slots, " slots: 1 to ", kMaxSlots));
+  }
+  const int fd = memfd_create("pricer-output", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Failed("memfd_create");
+  const int64_t bytes = FileBytes(slots, kSlotBytes);
+  // Its size fixed, the server's writes into it cannot fault (SIGBUS).
+  if (ftruncate(fd, bytes) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    const absl::Status status = Failed("memfd size and seals");
+    close(fd);
+    return status;
+  }
+  void* mapped = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (mapped == MAP_FAILED) {
+    const absl::Status status = Failed("mmap");
+    close(fd);
+    return status;
+  }
+  std::unique_ptr<SharedOutputReader> reader(
+      new SharedOutputReader(fd, static_cast<char*>(mapped), bytes));
+  char token[kTokenBytes];
+  if (getrandom(token, sizeof(token), 0) != static_cast<ssize_t>(sizeof(token))) {
+    return Failed("getrandom");
+  }
+  std::memcpy(reader->base_, kMagic, sizeof(kMagic));
+  std::memcpy(reader->base_ + kTokenOffset, token, sizeof(token));
+  v1::SharedMemoryRing& ring = reader->ring_;
+  ring.set_pid(static_cast<int32_t>(getpid()));
+  ring.set_fd(fd);
+  ring.set_slots(slots);
+  ring.set_slot_bytes(kSlotBytes);
+  ring.set_token(std::string(token, sizeof(token)));
+  return reader;
+}
+
+SharedOutputReader::~SharedOutputReader() {
+  munmap(base_, static_cast<size_t>(bytes_));
+  close(fd_);
+}
+
+absl::StatusOr<ValueBytes> SharedOutputReader::Take(int32_t shared_slot, int64_t bytes) {
+  const int64_t next = taken_ % ring_.slots();
+  if (shared_slot - 1 != next) {
+    return absl::InternalError(absl::StrCat("the server sent a chunk in shared-memory slot ",
+                                            shared_slot - 1, " where slot ", next, " was next"));
+  }
+  if (bytes < 0 || bytes > kSlotBytes) {
+    return absl::InternalError(absl::StrCat("the server sent a chunk of ", bytes,
+                                            " bytes in a shared-memory slot of ", kSlotBytes));
+  }
+  ++taken_;
+  const char* values = base_ + kHeaderBytes + next * kSlotBytes;
+  return ValueBytes(nullptr, {std::string_view(values, static_cast<size_t>(bytes))});
+}
+
+void SharedOutputReader::Release() {
+  Released(base_).fetch_add(1, std::memory_order_release);
+  WakeReleased(base_);
+}
+
+}  // namespace pricer

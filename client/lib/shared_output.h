@@ -1,0 +1,50 @@
+// The client's side of a shared-memory output ring (pricer.proto's
+// SharedMemoryRing, common/shared_ring.h): a sealed memfd of this process
+// that a server on the same host writes SC's chunks into, in place of the
+// socket. The ring's slots are reused in turn, so a result of any size
+// passes through a few MiB of memory touched once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "client/lib/reply_decoding.h"
+#include "pricer/v1/pricer.pb.h"
+
+namespace pricer {
+
+class SharedOutputReader {
+ public:
+  // The size of each slot: the largest chunk's values fit.
+  static constexpr int64_t kSlotBytes = int64_t{4} << 20;
+
+  // A new ring of `slots` slots (1 to 1,024), its pages allocated, with a
+  // random token.
+  static absl::StatusOr<std::unique_ptr<SharedOutputReader>> Create(int32_t slots);
+  ~SharedOutputReader();
+  SharedOutputReader(const SharedOutputReader&) = delete;
+  SharedOutputReader& operator=(const SharedOutputReader&) = delete;
+
+  // What a request names the ring by (output.shared_memory).
+  const v1::SharedMemoryRing& ring() const { return ring_; }
+
+  // The `bytes` bytes of values in slot `shared_slot` - 1 (a chunk's
+  // shared_slot): INTERNAL when that is not the slot the server writes
+  // next, or when they do not fit a slot. They stay valid until Release.
+  absl::StatusOr<ValueBytes> Take(int32_t shared_slot, int64_t bytes);
+  // The chunk taken last has been handled: the server may write its slot
+  // again.
+  void Release();
+
+ private:
+  SharedOutputReader(int fd, char* base, int64_t bytes) : fd_(fd), base_(base), bytes_(bytes) {}
+
+  const int fd_;
+  char* const base_;  // the mapping
+  const int64_t bytes_;
+  v1::SharedMemoryRing ring_;
+  int64_t taken_ = 0;  // chunks taken
+};
+
+}  // namespace pricer
