@@ -27,6 +27,12 @@ inline int64_t FileBytes(int64_t slots, int64_t slot_bytes) {
   return kHeaderBytes + slots * slot_bytes;
 }
 
+// Where in its slot the values of a chunk whose first column is `column`
+// start, for `phase` (SharedMemoryRing.phase).
+inline int64_t ValuesOffset(int64_t phase, int64_t rows, int64_t column) {
+  return (phase + 4 * rows * column) % kSlotAlignment;
+}
+
 // The `released` word of a mapped ring.
 inline std::atomic_ref<uint32_t> Released(char* base) {
   return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(base + kReleasedOffset));

@@ -36,6 +36,15 @@ ColumnRange RequestedColumns(const v1::PriceRequest& request) {
   return ColumnRange(request.column_begin(), end);
 }
 
+// The shared-memory ring's phase that lets --full-out's direct writes go
+// from the ring (NpyColumnPhase), when the request says the file's shape;
+// else 0 (the writes then copy through their staging buffer).
+int32_t RingPhase(const v1::PriceRequest& request, ColumnRange columns) {
+  const int64_t width = columns.second - columns.first;
+  if (request.paths() <= 0 || width <= 0) return 0;
+  return NpyColumnPhase(request.paths(), width, columns.first);
+}
+
 // The .npy files' sizes when the request says them: P x the column range,
 // P x N, P x K; and every output file, to check before the call.
 std::vector<OutputFile> OutputsOf(const ResultFiles& files, const v1::PriceRequest& request,
@@ -287,7 +296,6 @@ absl::Status PriceCommand::CheckClientFlags() const {
 
 int PriceCommand::Run(PricerClient& client) {
   if (const absl::Status s = CheckClientFlags(); !s.ok()) return Refuse(s.message());
-  if (shared_memory_) client.SetSharedMemorySlots(kSharedMemorySlots);
   options_.full = !files_.full_npy.empty();
   options_.terminal_prices = !files_.prices_npy.empty();
   options_.instrument_values = !files_.values_npy.empty();
@@ -315,6 +323,7 @@ int PriceCommand::Run(PricerClient& client) {
   absl::StatusOr<v1::PriceRequest> request = BuildPriceRequest(options_);
   if (!request.ok()) return Refuse(request.status().message());
   ColumnRange columns = RequestedColumns(*request);
+  if (shared_memory_) client.SetSharedMemory(kSharedMemorySlots, RingPhase(*request, columns));
   PriceResults results(files_,
                        options_.errors ? WithErrors(options_.statistics) : options_.statistics,
                        request->target());

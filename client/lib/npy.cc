@@ -129,6 +129,12 @@ int64_t NpyFileBytes(int64_t rows, int64_t columns) {
   return static_cast<int64_t>(MakeHeader(rows, columns).size()) + rows * columns * 4;
 }
 
+int32_t NpyColumnPhase(int64_t rows, int64_t columns, int64_t first_column) {
+  const int64_t data_offset = static_cast<int64_t>(MakeHeader(rows, columns).size());
+  const int64_t phase = (data_offset - 4 * rows * first_column) % kDirectAlignment;
+  return static_cast<int32_t>(phase < 0 ? phase + kDirectAlignment : phase);
+}
+
 absl::StatusOr<NpyColumnWriter> NpyColumnWriter::Create(const std::string& path, int64_t rows,
                                                         int64_t columns) {
   const int file = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -260,13 +266,20 @@ absl::Status NpyColumnWriter::WriteCached(int64_t offset, const BytePieces& piec
 
 absl::Status NpyColumnWriter::WriteDirect(int64_t offset, const BytePieces& pieces) {
   const int64_t size = PiecesSize(pieces);
+  // One piece at an aligned address (a shared-memory slot's, placed for
+  // this file) goes as it lies.
+  const char* aligned =
+      pieces.size() == 1 && reinterpret_cast<uintptr_t>(pieces[0].data()) % kDirectAlignment == 0
+          ? pieces[0].data()
+          : nullptr;
   for (int64_t done = 0; done < size;) {
     const int64_t n = std::min<int64_t>(kStagingBytes, size - done);
-    CopyPieces(PiecesRange(pieces, done, n), staging_.get());
+    const char* from = aligned != nullptr ? aligned + done : staging_.get();
+    if (aligned == nullptr) CopyPieces(PiecesRange(pieces, done, n), staging_.get());
     int64_t put = 0;
     while (put < n) {
       const ssize_t written =
-          pwrite(direct_, staging_.get() + put, static_cast<size_t>(n - put), offset + done + put);
+          pwrite(direct_, from + put, static_cast<size_t>(n - put), offset + done + put);
       if (written < 0 && errno == EINTR) continue;
       if (written < 0 && errno == EINVAL && put == 0) {
         // The file system took the open but not the write: the cache from now on.

@@ -17,6 +17,11 @@ namespace pricer {
 // The size of the rows x columns float32 .npy file NpyColumnWriter writes:
 // its header and the values.
 int64_t NpyFileBytes(int64_t rows, int64_t columns);
+// The phase of a shared-memory ring (SharedMemoryRing.phase) that places
+// each chunk's values in their slot as NpyColumnWriter places column c of a
+// rows x columns file whose first column is `first_column`: at the same
+// offset modulo 4 KiB, so that its direct writes need no staging copy.
+int32_t NpyColumnPhase(int64_t rows, int64_t columns, int64_t first_column);
 
 // A float32 matrix file in Fortran (column-major) order whose columns are
 // written at their offsets as they arrive, so a P x M result never has to be

@@ -166,8 +166,9 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
 absl::StatusOr<std::unique_ptr<SharedOutputReader>> PricerClient::PartRun::NewRing() {
   request_.mutable_output()->clear_shared_memory();
   if (client_.shared_memory_slots_ == 0 || !request_.output().full()) return nullptr;
-  ASSIGN_OR_RETURN(std::unique_ptr<SharedOutputReader> ring,
-                   SharedOutputReader::Create(client_.shared_memory_slots_));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<SharedOutputReader> ring,
+      SharedOutputReader::Create(client_.shared_memory_slots_, client_.shared_memory_phase_));
   *request_.mutable_output()->mutable_shared_memory() = ring->ring();
   return ring;
 }
@@ -186,12 +187,9 @@ grpc::Status PricerClient::PartRun::FromRing(SharedOutputReader* ring, int32_t s
                                              ReceivedReply* reply) {
   if (ring == nullptr) return Contradiction("a chunk in a shared-memory ring not asked for");
   const v1::ResultChunk& chunk = reply->message.chunk();
-  const int64_t columns = chunk.column_end() - chunk.column_begin();
-  if (!reply->values.empty() || chunk.rows() < 0 || columns < 0 ||
-      chunk.rows() > SharedOutputReader::kSlotBytes || columns > SharedOutputReader::kSlotBytes) {
-    return Contradiction("a shared-memory chunk of a shape that does not fit a slot");
-  }
-  absl::StatusOr<ValueBytes> values = ring->Take(slot, chunk.rows() * columns * 4);
+  if (!reply->values.empty()) return Contradiction("a chunk with values in two places");
+  absl::StatusOr<ValueBytes> values = ring->Take(slot, chunk.rows(), chunk.column_begin(),
+                                                 chunk.column_end() - chunk.column_begin());
   if (!values.ok())
     return grpc::Status(grpc::StatusCode::INTERNAL, std::string(values.status().message()));
   reply->values = *std::move(values);

@@ -70,8 +70,12 @@ class PricerClient {
   // Full output's SC through a shared-memory ring of `slots` 4 MiB slots
   // (output.shared_memory; a server on this host started with
   // --shared-memory-output), a new ring for each call; 0 (default): in the
-  // replies.
-  void SetSharedMemorySlots(int32_t slots) { shared_memory_slots_ = slots; }
+  // replies. `phase` places the values in their slots
+  // (SharedMemoryRing.phase; NpyColumnPhase for a .npy's direct writes).
+  void SetSharedMemory(int32_t slots, int32_t phase = 0) {
+    shared_memory_slots_ = slots;
+    shared_memory_phase_ = phase;
+  }
   // Uploads a rows x columns column-major float32 matrix in chunks of
   // `chunk_bytes`; `set` receives its id and shape.
   grpc::Status UploadScenarios(int64_t rows, int64_t columns, const std::vector<float>& values,
@@ -101,6 +105,7 @@ class PricerClient {
   absl::Status connection_;  // OK, or why CreateChannel failed (no channel)
   std::optional<std::chrono::system_clock::time_point> deadline_;
   int32_t shared_memory_slots_ = 0;
+  int32_t shared_memory_phase_ = 0;
   std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pricer::Stub> stub_;

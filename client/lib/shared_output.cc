@@ -25,10 +25,12 @@ absl::Status Failed(absl::string_view what) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(int32_t slots) {
-  if (slots < 1 || slots > kMaxSlots) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a shared-memory ring of ", slots, " slots: 1 to ", kMaxSlots));
+absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(int32_t slots,
+                                                                               int32_t phase) {
+  if (slots < 1 || slots > kMaxSlots || phase < 0 || phase >= kSlotAlignment) {
+    return absl::InvalidArgumentError(absl::StrCat("a shared-memory ring of ", slots,
+                                                   " slots (1 to ", kMaxSlots, ") and phase ",
+                                                   phase, " (0 to ", kSlotAlignment - 1, ")"));
   }
   const int fd = memfd_create("pricer-output", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return Failed("memfd_create");
@@ -61,6 +63,7 @@ absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(i
   ring.set_slots(slots);
   ring.set_slot_bytes(kSlotBytes);
   ring.set_token(std::string(token, sizeof(token)));
+  ring.set_phase(phase);
   return reader;
 }
 
@@ -69,18 +72,25 @@ SharedOutputReader::~SharedOutputReader() {
   close(fd_);
 }
 
-absl::StatusOr<ValueBytes> SharedOutputReader::Take(int32_t shared_slot, int64_t bytes) {
+absl::StatusOr<ValueBytes> SharedOutputReader::Take(int32_t shared_slot, int64_t rows,
+                                                    int64_t column, int64_t columns) {
   const int64_t next = taken_ % ring_.slots();
   if (shared_slot - 1 != next) {
     return absl::InternalError(absl::StrCat("the server sent a chunk in shared-memory slot ",
                                             shared_slot - 1, " where slot ", next, " was next"));
   }
-  if (bytes < 0 || bytes > kSlotBytes) {
-    return absl::InternalError(absl::StrCat("the server sent a chunk of ", bytes,
-                                            " bytes in a shared-memory slot of ", kSlotBytes));
+  // Each factor at most a slot, so that the product cannot overflow.
+  const bool fits =
+      rows >= 0 && rows <= kSlotBytes && columns >= 0 && columns <= kSlotBytes && column >= 0;
+  const int64_t bytes = fits ? 4 * rows * columns : 0;
+  const int64_t offset = fits ? ValuesOffset(ring_.phase(), rows, column) : 0;
+  if (!fits || offset + bytes > kSlotBytes) {
+    return absl::InternalError(absl::StrCat("the server sent a chunk of ", columns, " columns of ",
+                                            rows, " rows in a shared-memory slot of ", kSlotBytes,
+                                            " bytes"));
   }
   ++taken_;
-  const char* values = base_ + kHeaderBytes + next * kSlotBytes;
+  const char* values = base_ + kHeaderBytes + next * kSlotBytes + offset;
   return ValueBytes(nullptr, {std::string_view(values, static_cast<size_t>(bytes))});
 }
 

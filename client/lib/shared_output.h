@@ -20,8 +20,10 @@ class SharedOutputReader {
   static constexpr int64_t kSlotBytes = int64_t{4} << 20;
 
   // A new ring of `slots` slots (1 to 1,024), its pages allocated, with a
-  // random token.
-  static absl::StatusOr<std::unique_ptr<SharedOutputReader>> Create(int32_t slots);
+  // random token; `phase` places the values in their slots
+  // (SharedMemoryRing.phase).
+  static absl::StatusOr<std::unique_ptr<SharedOutputReader>> Create(int32_t slots,
+                                                                    int32_t phase = 0);
   ~SharedOutputReader();
   SharedOutputReader(const SharedOutputReader&) = delete;
   SharedOutputReader& operator=(const SharedOutputReader&) = delete;
@@ -29,10 +31,12 @@ class SharedOutputReader {
   // What a request names the ring by (output.shared_memory).
   const v1::SharedMemoryRing& ring() const { return ring_; }
 
-  // The `bytes` bytes of values in slot `shared_slot` - 1 (a chunk's
-  // shared_slot): INTERNAL when that is not the slot the server writes
-  // next, or when they do not fit a slot. They stay valid until Release.
-  absl::StatusOr<ValueBytes> Take(int32_t shared_slot, int64_t bytes);
+  // The values of a chunk in slot `shared_slot` - 1 (its shared_slot): its
+  // `columns` columns of `rows` rows from column `column`. INTERNAL when
+  // that is not the slot the server writes next, or when they do not fit
+  // a slot. They stay valid until Release.
+  absl::StatusOr<ValueBytes> Take(int32_t shared_slot, int64_t rows, int64_t column,
+                                  int64_t columns);
   // The chunk taken last has been handled: the server may write its slot
   // again.
   void Release();

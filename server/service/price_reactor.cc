@@ -232,7 +232,8 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     int32_t slot = 0;
     if (shared_ != nullptr && held_->kind == ResultChunk::Kind::kScenarioColumns &&
         !held_->values.empty()) {
-      absl::StatusOr<int32_t> written = shared_->TryWrite(held_->values, [this] { WriteNext(); });
+      absl::StatusOr<int32_t> written =
+          shared_->TryWrite(held_->values, held_->rows, held_->begin, [this] { WriteNext(); });
       if (!written.ok()) {
         held_.reset();
         *failed = written.status();

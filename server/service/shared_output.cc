@@ -24,7 +24,7 @@ using namespace shared_ring;  // NOLINT(build/namespaces): the layout's names
 
 // The smallest slot: the largest chunk's values fit it.
 constexpr int64_t kMinSlotBytes = int64_t{4} << 20;
-static_assert(kMaxChunkPayloadBytes <= kMinSlotBytes);
+static_assert(kMaxChunkPayloadBytes + kSlotAlignment <= kMinSlotBytes);
 
 // The file `fd` names is not what `rule` asks for.
 absl::Status BadFile(const v1::SharedMemoryRing& ring, const std::string& path,
@@ -41,6 +41,7 @@ absl::Status CheckShape(const v1::SharedMemoryRing& ring) {
     return Invalid("output.shared_memory.slot_bytes", ring.slot_bytes(),
                    "must be a multiple of 4096 in [4 MiB, 1 GiB]");
   }
+  RETURN_IF_ERROR(CheckRange("output.shared_memory.phase", ring.phase(), 0, kSlotAlignment - 1));
   if (static_cast<int64_t>(ring.token().size()) != kTokenBytes) {
     return Invalid("output.shared_memory.token size", ring.token().size(), "must be 16 bytes");
   }
@@ -101,7 +102,7 @@ absl::StatusOr<std::unique_ptr<SharedOutputWriter>> SharedOutputWriter::Open(
     return BadFile(ring, path, absl::StrCat("cannot be mapped: ", std::strerror(errno)));
   }
   std::unique_ptr<SharedOutputWriter> writer(
-      new SharedOutputWriter(static_cast<char*>(mapped), bytes, ring.slots(), ring.slot_bytes()));
+      new SharedOutputWriter(static_cast<char*>(mapped), bytes, ring));
   if (std::memcmp(mapped, kMagic, sizeof(kMagic)) != 0 ||
       std::memcmp(static_cast<char*>(mapped) + kTokenOffset, ring.token().data(), kTokenBytes) !=
           0) {
@@ -126,12 +127,14 @@ bool SharedOutputWriter::NextFree() const {
   return static_cast<uint32_t>(written_) - released < static_cast<uint32_t>(slots_);
 }
 
-absl::StatusOr<int32_t> SharedOutputWriter::TryWrite(const SharedFloats& values,
+absl::StatusOr<int32_t> SharedOutputWriter::TryWrite(const SharedFloats& values, int64_t rows,
+                                                     int64_t column,
                                                      std::function<void()> on_free) {
   const int64_t size = static_cast<int64_t>(values.size() * sizeof(float));
-  if (size > slot_bytes_) {
-    return absl::InternalError(absl::StrCat("a chunk of ", size, " bytes is over the ", slot_bytes_,
-                                            " bytes of a shared-memory slot"));
+  const int64_t offset = ValuesOffset(phase_, rows, column);
+  if (offset + size > slot_bytes_) {
+    return absl::InternalError(absl::StrCat("a chunk of ", size, " bytes ", offset,
+                                            " bytes into a shared-memory slot of ", slot_bytes_));
   }
   absl::MutexLock lock(&mu_);
   if (!NextFree()) {
@@ -140,7 +143,8 @@ absl::StatusOr<int32_t> SharedOutputWriter::TryWrite(const SharedFloats& values,
     return 0;
   }
   const int64_t slot = written_ % slots_;
-  std::memcpy(base_ + kHeaderBytes + slot * slot_bytes_, values.data(), static_cast<size_t>(size));
+  std::memcpy(base_ + kHeaderBytes + slot * slot_bytes_ + offset, values.data(),
+              static_cast<size_t>(size));
   ++written_;
   return static_cast<int32_t>(slot + 1);
 }

@@ -38,13 +38,20 @@ class SharedOutputWriter {
 
   // Writes `values` into the next slot if the client has released it, and
   // returns 1 + that slot; else returns 0 and runs `on_free` once (on the
-  // writer's own thread) when the client releases it. INTERNAL for values
-  // larger than a slot (no chunk is: the smallest slot holds the largest).
-  absl::StatusOr<int32_t> TryWrite(const SharedFloats& values, std::function<void()> on_free);
+  // writer's own thread) when the client releases it. `rows` and `column`:
+  // the chunk's, which place it in the slot (SharedMemoryRing.phase).
+  // INTERNAL for values that do not fit a slot there (none do not: the
+  // smallest slot holds the largest chunk 4095 bytes in).
+  absl::StatusOr<int32_t> TryWrite(const SharedFloats& values, int64_t rows, int64_t column,
+                                   std::function<void()> on_free);
 
  private:
-  SharedOutputWriter(char* base, int64_t bytes, int32_t slots, int64_t slot_bytes)
-      : base_(base), bytes_(bytes), slots_(slots), slot_bytes_(slot_bytes) {}
+  SharedOutputWriter(char* base, int64_t bytes, const v1::SharedMemoryRing& ring)
+      : base_(base),
+        bytes_(bytes),
+        slots_(ring.slots()),
+        slot_bytes_(ring.slot_bytes()),
+        phase_(ring.phase()) {}
   bool NextFree() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The thread: runs on_free_ once the next slot is free.
   void Wait();
@@ -53,6 +60,7 @@ class SharedOutputWriter {
   const int64_t bytes_;
   const int32_t slots_;
   const int64_t slot_bytes_;
+  const int64_t phase_;
   absl::Mutex mu_;
   int64_t written_ ABSL_GUARDED_BY(mu_) = 0;  // chunks written (`released` counts them mod 2^32)
   std::function<void()> on_free_ ABSL_GUARDED_BY(mu_);

@@ -1,12 +1,14 @@
 #include "client/lib/npy.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -91,6 +93,41 @@ TEST(NpyColumnWriter, ChunksCutAnywhereInPiecesReadBackInPlace) {
       at += n;
     }
     ASSERT_TRUE(writer->WriteColumns(first, count, pieces).ok()) << first;
+  }
+  ASSERT_TRUE(writer->Close().ok());
+  auto matrix = ReadNpyMatrix(path);
+  ASSERT_TRUE(matrix.ok()) << matrix.status();
+  EXPECT_EQ(matrix->values, all);
+  std::filesystem::remove(path);
+}
+
+// A shared-memory ring places each chunk's values as NpyColumnPhase says:
+// at the address the chunk's column has in the file, modulo 4 KiB, so that
+// its whole blocks go direct from there. Columns [first, first + columns) of
+// a file written so, by chunks of 3 columns of 1,001 rows (placed in an
+// aligned buffer as a ring's slot would hold them), read back in place.
+TEST(NpyColumnWriter, ChunksPlacedByTheRingPhaseReadBackInPlace) {
+  const std::string path = TempPath("phase.npy");
+  const int64_t rows = 1001, columns = 30, first = 7;
+  const int32_t phase = NpyColumnPhase(rows, columns, first);
+  ASSERT_GE(phase, 0);
+  ASSERT_LT(phase, 4096);
+  auto writer = NpyColumnWriter::Create(path, rows, columns);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const auto data_offset =
+      static_cast<int64_t>(std::filesystem::file_size(path)) - rows * columns * 4;
+  std::vector<float> all(static_cast<size_t>(rows * columns));
+  for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<float>(k) + 0.25f;
+  constexpr int64_t kCount = 3;
+  std::vector<char> slot(static_cast<size_t>(2 * 4096 + kCount * rows * 4));
+  char* aligned = slot.data() + (4096 - reinterpret_cast<uintptr_t>(slot.data()) % 4096);
+  for (int64_t c = 0; c < columns; c += kCount) {
+    const int64_t column = first + c;  // of the request, as a chunk names it
+    const int64_t offset = (phase + 4 * rows * column) % 4096;
+    EXPECT_EQ(offset, (data_offset + 4 * rows * c) % 4096) << column;
+    const auto bytes = static_cast<size_t>(kCount * rows * 4);
+    std::memcpy(aligned + offset, all.data() + c * rows, bytes);
+    ASSERT_TRUE(writer->WriteColumns(c, kCount, {std::string_view(aligned + offset, bytes)}).ok());
   }
   ASSERT_TRUE(writer->Close().ok());
   auto matrix = ReadNpyMatrix(path);

@@ -34,8 +34,8 @@ class Ring:
     """A ring as the protocol describes it: a memfd sealed against
     shrinking, the magic and a random token in its header."""
 
-    def __init__(self, slots, slot_bytes=SLOT, seal=True, size=None, magic=b"PRICERRG"):
-        self.slots, self.slot_bytes = slots, slot_bytes
+    def __init__(self, slots, slot_bytes=SLOT, seal=True, size=None, magic=b"PRICERRG", phase=0):
+        self.slots, self.slot_bytes, self.phase = slots, slot_bytes, phase
         self.fd = os.memfd_create("test-ring", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         size = size if size is not None else HEADER + slots * slot_bytes
         os.ftruncate(self.fd, size)
@@ -49,14 +49,15 @@ class Ring:
 
     def describe(self, request, token=None):
         ring = request.output.shared_memory
-        ring.pid, ring.fd, ring.slots, ring.slot_bytes = (os.getpid(), self.fd, self.slots,
-                                                          self.slot_bytes)
+        ring.pid, ring.fd, ring.slots, ring.slot_bytes, ring.phase = (
+            os.getpid(), self.fd, self.slots, self.slot_bytes, self.phase)
         ring.token = token if token is not None else self.token
         return request
 
     def values(self, chunk):
-        """The chunk's values, copied out of its slot."""
-        start = HEADER + (chunk.shared_slot - 1) * self.slot_bytes
+        """The chunk's values, copied out of its slot, where the phase puts them."""
+        start = (HEADER + (chunk.shared_slot - 1) * self.slot_bytes +
+                 (self.phase + 4 * chunk.rows * chunk.column_begin) % 4096)
         size = 4 * chunk.rows * (chunk.column_end - chunk.column_begin)
         return bytes(self.map[start:start + size])
 
@@ -91,7 +92,7 @@ class SharedMemoryTest(OperationsTestCase):
         server = self.start_server("--shared-memory-output")
         stub = self.stub(server)
         expected = self.socket_values(stub, full_request())
-        ring = self.ring(2)
+        ring = self.ring(2, phase=1000)
         replies = iter(stub.Price(ring.describe(full_request()), timeout=scaled(120)))
         self.assertEqual(next(replies).WhichOneof("kind"), "accepted")
         chunks = [next(replies).chunk, next(replies).chunk]
@@ -167,6 +168,8 @@ class SharedMemoryTest(OperationsTestCase):
                  r"is 0: must be in \[1, 1024\]"),
                 ("small slots", self.with_ring(good, slot_bytes=4096),
                  "output.shared_memory.slot_bytes", "multiple of 4096"),
+                ("phase", self.with_ring(good, phase=4096), "output.shared_memory.phase",
+                 r"is 4096: must be in \[0, 4095\]"),
                 ("short token", good.describe(full_request(), token=b"x"),
                  "output.shared_memory.token", "16 bytes"),
                 ("other token", good.describe(full_request(), token=bytes(16)),

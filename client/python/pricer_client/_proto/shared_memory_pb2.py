@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpricer/v1/shared_memory.proto\x12\tpricer.v1\"]\n\x10SharedMemoryRing\x12\x0b\n\x03pid\x18\x01 \x01(\x05\x12\n\n\x02\x66\x64\x18\x02 \x01(\x05\x12\r\n\x05slots\x18\x03 \x01(\x05\x12\x12\n\nslot_bytes\x18\x04 \x01(\x03\x12\r\n\x05token\x18\x05 \x01(\x0c\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpricer/v1/shared_memory.proto\x12\tpricer.v1\"l\n\x10SharedMemoryRing\x12\x0b\n\x03pid\x18\x01 \x01(\x05\x12\n\n\x02\x66\x64\x18\x02 \x01(\x05\x12\r\n\x05slots\x18\x03 \x01(\x05\x12\x12\n\nslot_bytes\x18\x04 \x01(\x03\x12\r\n\x05token\x18\x05 \x01(\x0c\x12\r\n\x05phase\x18\x06 \x01(\x05\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pricer.v1.shared_memory_pb2', globals())
@@ -21,5 +21,5 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _SHAREDMEMORYRING._serialized_start=44
-  _SHAREDMEMORYRING._serialized_end=137
+  _SHAREDMEMORYRING._serialized_end=152
 # @@protoc_insertion_point(module_scope)
