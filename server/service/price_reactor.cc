@@ -240,9 +240,12 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         return false;
       }
       if (*written == 0) {
-        stalled_->Touch();
+        // The reader's time starts with the wait, not with each new chunk.
+        if (!waiting_for_slot_) stalled_->Touch();
+        waiting_for_slot_ = true;
         return false;
       }
+      waiting_for_slot_ = false;
       slot = *written;
       *shared_bytes = static_cast<int64_t>(held_->values.size() * sizeof(float));
       held_->values = SharedFloats();
@@ -291,6 +294,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer reply_ ABSL_GUARDED_BY(mu_);  // the message being written
   // A chunk popped from the stream that waits for a slot of the ring.
   std::optional<ResultChunk> held_ ABSL_GUARDED_BY(mu_);
+  bool waiting_for_slot_ ABSL_GUARDED_BY(mu_) = false;      // held_ waits for the ring
   int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;        // payload of the chunk being written
   int64_t reply_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // its serialized size
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
