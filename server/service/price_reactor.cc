@@ -63,11 +63,13 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     stalled_->Pause();
     int64_t sent = 0;
     int64_t reply_bytes = 0;
+    int64_t shared_bytes = 0;
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
       sent = std::exchange(bytes_in_flight_, 0);
       reply_bytes = std::exchange(reply_bytes_in_flight_, 0);
+      shared_bytes = std::exchange(shared_bytes_in_flight_, 0);
       if (ok) call_.bytes += reply_bytes;
     }
     if (sent > 0) run_->results().Release(sent);
@@ -77,7 +79,9 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       FinishOnce(absl::CancelledError("the reply stream broke"));
       return;
     }
-    if (ServerMetrics* metrics = service_.options().metrics) metrics->AddStreamedBytes(reply_bytes);
+    if (ServerMetrics* metrics = service_.options().metrics) {
+      metrics->AddStreamedBytes(reply_bytes, shared_bytes);
+    }
     WriteNext();
   }
 
@@ -184,13 +188,15 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       reply_ = EncodeReply(message);
       accepted_sent_ = true;
     } else if (accepted_sent_ && (held_.has_value() || (held_ = run_->results().Pop()))) {
-      absl::Status failed;
-      if (!TakeHeld(&shared_bytes, &failed)) {
-        mu_.Unlock();
-        if (!failed.ok()) run_->Cancel(failed);
+      const HeldChunk held = TakeHeld();
+      if (!held.ready) {
+        mu_.Unlock();  // the stream's calls may call WriteNext
+        if (held.dropped_bytes > 0) run_->results().Release(held.dropped_bytes);
+        if (!held.failed.ok()) run_->Cancel(held.failed);
         if (cancelled_) WriteNext();  // finishes once the stream is drained
         return;
       }
+      shared_bytes = held.shared_bytes;
     } else if (!run_->results().Drained(&status)) {
       mu_.Unlock();
       return;
@@ -208,25 +214,34 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(ToGrpcStatus(status));
       return;
     }
-    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.Length()) + shared_bytes;
+    reply_bytes_in_flight_ = static_cast<int64_t>(reply_.Length());
+    shared_bytes_in_flight_ = shared_bytes;
     writing_ = true;
     stalled_->Touch();
     mu_.Unlock();
     StartWrite(&reply_);
   }
 
-  // The reply for the held chunk into reply_ (true). False when it cannot be
-  // written now: it waits for a slot of the ring (whose thread calls
-  // WriteNext when one is free; its reader held to --stalled-reader-seconds
-  // as for a write), or the call was cancelled (the chunks left are
-  // dropped), or the ring failed (`failed`). `shared_bytes`: the values
-  // written into the ring.
-  bool TakeHeld(int64_t* shared_bytes, absl::Status* failed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // What TakeHeld did with the held chunk.
+  struct HeldChunk {
+    bool ready = false;         // its reply is in reply_
+    int64_t shared_bytes = 0;   // its values written into the ring
+    int64_t dropped_bytes = 0;  // pending bytes of the chunks dropped, to release
+    absl::Status failed;        // the ring failed
+  };
+
+  // The reply for the held chunk into reply_ (ready). Not ready when it
+  // cannot be written now: it waits for a slot of the ring (whose thread
+  // calls WriteNext when one is free; its reader held to
+  // --stalled-reader-seconds as for a write), or the call was cancelled (the
+  // chunks left are dropped), or the ring failed.
+  HeldChunk TakeHeld() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    HeldChunk out;
     if (cancelled_) {
-      held_.reset();
-      while (run_->results().Pop().has_value()) {
+      for (; held_.has_value(); held_ = run_->results().Pop()) {
+        out.dropped_bytes += held_->payload_bytes();
       }
-      return false;
+      return out;
     }
     const int64_t payload_bytes = held_->payload_bytes();
     int32_t slot = 0;
@@ -235,25 +250,27 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       absl::StatusOr<int32_t> written =
           shared_->TryWrite(held_->values, held_->rows, held_->begin, [this] { WriteNext(); });
       if (!written.ok()) {
+        out.dropped_bytes = held_->payload_bytes();
         held_.reset();
-        *failed = written.status();
-        return false;
+        out.failed = written.status();
+        return out;
       }
       if (*written == 0) {
         // The reader's time starts with the wait, not with each new chunk.
         if (!waiting_for_slot_) stalled_->Touch();
         waiting_for_slot_ = true;
-        return false;
+        return out;
       }
       waiting_for_slot_ = false;
       slot = *written;
-      *shared_bytes = static_cast<int64_t>(held_->values.size() * sizeof(float));
+      out.shared_bytes = static_cast<int64_t>(held_->values.size() * sizeof(float));
       held_->values = SharedFloats();
     }
     reply_ = EncodeReply(*held_, run_->job().spec().output.statistics, slot);
     bytes_in_flight_ = payload_bytes;
     held_.reset();
-    return true;
+    out.ready = true;
+    return out;
   }
 
   // On the stalled-reader watch's thread, a write outstanding for longer
@@ -294,9 +311,10 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer reply_ ABSL_GUARDED_BY(mu_);  // the message being written
   // A chunk popped from the stream that waits for a slot of the ring.
   std::optional<ResultChunk> held_ ABSL_GUARDED_BY(mu_);
-  bool waiting_for_slot_ ABSL_GUARDED_BY(mu_) = false;      // held_ waits for the ring
-  int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;        // payload of the chunk being written
-  int64_t reply_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // its serialized size
+  bool waiting_for_slot_ ABSL_GUARDED_BY(mu_) = false;       // held_ waits for the ring
+  int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;         // payload of the chunk being written
+  int64_t reply_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;   // its serialized size
+  int64_t shared_bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // its values in the ring
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool accepted_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_sent_ ABSL_GUARDED_BY(mu_) = false;

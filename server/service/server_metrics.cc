@@ -32,6 +32,7 @@ struct ServerMetrics::Families {
   prometheus::Family<prometheus::Counter>& client_calls;
   prometheus::Family<prometheus::Counter>& client_flops;
   prometheus::Family<prometheus::Counter>& streamed_bytes;
+  prometheus::Family<prometheus::Counter>& shared_memory_bytes;
   prometheus::Family<prometheus::Counter>& upload_bytes;
   prometheus::Family<prometheus::Histogram>& job_seconds;
 };
@@ -235,6 +236,10 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
           .Help("Serialized reply bytes written to callers of Price.")
           .Register(registry),
       prometheus::BuildCounter()
+          .Name("pricer_shared_memory_bytes_total")
+          .Help("SC bytes written into same-host callers' shared-memory rings.")
+          .Register(registry),
+      prometheus::BuildCounter()
           .Name("pricer_upload_bytes_total")
           .Help("Scenario matrix bytes received by UploadScenarios.")
           .Register(registry),
@@ -244,6 +249,7 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Start(const std::s
                 "the end) and total, seconds.")
           .Register(registry)});
   metrics->families_->streamed_bytes.Add({});
+  metrics->families_->shared_memory_bytes.Add({});
   metrics->families_->upload_bytes.Add({});
   for (const char* phase : {"queued", "running", "total"}) {
     metrics->families_->job_seconds.Add({{"phase", phase}}, kSecondsBuckets);
@@ -290,8 +296,11 @@ void ServerMetrics::RecordJob(const JobSummary& summary) {
       .Observe(summary.elapsed_seconds);
 }
 
-void ServerMetrics::AddStreamedBytes(int64_t bytes) {
+void ServerMetrics::AddStreamedBytes(int64_t bytes, int64_t shared_memory_bytes) {
   families_->streamed_bytes.Add({}).Increment(static_cast<double>(bytes));
+  if (shared_memory_bytes > 0) {
+    families_->shared_memory_bytes.Add({}).Increment(static_cast<double>(shared_memory_bytes));
+  }
 }
 
 }  // namespace pricer

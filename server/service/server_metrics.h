@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "server/scheduler/engine.h"
-#include "server/store/scenario_store.h"
 #include "server/service/call_record.h"
+#include "server/store/scenario_store.h"
 
 namespace prometheus {
 class Exposer;
@@ -40,8 +40,9 @@ class ServerMetrics {
   void RecordCall(const CallRecord& call);
   // pricer_job_duration_seconds{phase}: queued, running, total.
   void RecordJob(const JobSummary& summary);
-  // pricer_streamed_bytes_total: reply bytes written to callers.
-  void AddStreamedBytes(int64_t bytes);
+  // pricer_streamed_bytes_total: reply bytes written to callers; and
+  // pricer_shared_memory_bytes_total: SC bytes put in their rings.
+  void AddStreamedBytes(int64_t bytes, int64_t shared_memory_bytes = 0);
 
  private:
   struct Families;

@@ -82,6 +82,7 @@ class MetricsTest(OperationsTestCase):
         expected = {"counter": ["pricer_calls_total", "pricer_client_calls_total",
                                 "pricer_client_flops_total", "pricer_shards_total",
                                 "pricer_flops_total", "pricer_streamed_bytes_total",
+                                "pricer_shared_memory_bytes_total",
                                 "pricer_device_busy_seconds_total", "pricer_upload_bytes_total"],
                     "gauge": ["pricer_queue_wait_average_seconds", "pricer_jobs",
                               "pricer_device_memory_budget_bytes",

@@ -22,6 +22,7 @@ import numpy as np
 
 import pricerd_process
 from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
+from metrics_scrape import Samples, scrape
 from pricer_calls import price, price_request
 from pricerd_process import OperationsTestCase
 
@@ -120,9 +121,15 @@ class SharedMemoryTest(OperationsTestCase):
             elif reply.WhichOneof("kind") == "finished":
                 finished = reply.finished
         self.assertIsNotNone(finished)
-        self.assertEqual(finished.bytes, sum(len(v) for v in expected.values()))
+        sc_bytes = sum(len(v) for v in expected.values())
+        self.assertEqual(finished.bytes, sc_bytes)
         self.assertGreater(len(expected), 3)
         self.assertEqual(got, expected)
+        # The ring's bytes are counted apart from the replies' (whose
+        # values went through the socket in the first call only).
+        samples = Samples(scrape(server))
+        self.assertEqual(samples.total("pricer_shared_memory_bytes_total"), sc_bytes)
+        self.assertLess(samples.total("pricer_streamed_bytes_total"), 1.01 * sc_bytes)
 
     def test_a_client_that_never_releases_is_cancelled_and_the_server_serves_on(self):
         server = self.start_server("--shared-memory-output", "--stalled-reader-seconds",
