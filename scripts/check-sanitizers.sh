@@ -91,7 +91,7 @@ unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
 tsan_tests=(shard_planner_test result_stream_test memory_account_test scheduler_test
   scheduler_fault_test scheduler_lost_device_test price_service_test multi_device_test
   upload_test auth_test column_reducer_test cpu_engine_test risk_closed_form_test
-  fair_share_test)
+  fair_share_test shared_output_test)
 # ignore_noninstrumented_modules: the accesses that uninstrumented libraries
 # (gRPC, protobuf, Abseil, libstdc++) make through TSan's interceptors (recvmsg
 # into gRPC's slices, their memcpy, operator new and delete) are not checked,
