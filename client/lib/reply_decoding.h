@@ -29,7 +29,9 @@ namespace pricer {
 class ValueBytes {
  public:
   ValueBytes() = default;
-  // `pieces`, which lie in `slices`.
+  // `pieces`, which lie in `slices`; with no slices, in memory that their
+  // user keeps valid while it uses them (a shared-memory slot, until its
+  // release: SharedOutputReader::Take).
   ValueBytes(std::shared_ptr<const std::vector<grpc::Slice>> slices, BytePieces pieces);
 
   int64_t size() const { return size_; }
