@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <ctime>
 
 namespace pricer::shared_ring {
@@ -20,6 +19,9 @@ inline constexpr int64_t kTokenBytes = 16;
 inline constexpr int64_t kReleasedOffset = 64;
 inline constexpr int64_t kHeaderBytes = 4096;  // slot 0 starts here
 inline constexpr int64_t kSlotAlignment = 4096;
+// The smallest slot, which holds the largest chunk (4 MiB - 64 KiB,
+// kMaxChunkPayloadBytes) at any phase: the slot the C++ client uses.
+inline constexpr int64_t kMinSlotBytes = int64_t{4} << 20;
 inline constexpr int32_t kMaxSlots = 1024;
 inline constexpr int64_t kMaxSlotBytes = int64_t{1} << 30;
 

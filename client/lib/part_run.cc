@@ -118,8 +118,7 @@ grpc::Status PricerClient::PartRun::Call(const std::optional<ColumnRange>& asked
   absl::StatusOr<std::unique_ptr<SharedOutputReader>> ring = NewRing();
   if (!ring.ok()) {
     *ours = true;
-    return grpc::Status(static_cast<grpc::StatusCode>(ring.status().code()),
-                        std::string(ring.status().message()));
+    return ToGrpcStatus(ring.status());
   }
   grpc::ClientContext context;
   if (grpc::Status s = client_.Start(context); !s.ok()) return s;
@@ -190,8 +189,7 @@ grpc::Status PricerClient::PartRun::FromRing(SharedOutputReader* ring, int32_t s
   if (!reply->values.empty()) return Contradiction("a chunk with values in two places");
   absl::StatusOr<ValueBytes> values = ring->Take(slot, chunk.rows(), chunk.column_begin(),
                                                  chunk.column_end() - chunk.column_begin());
-  if (!values.ok())
-    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(values.status().message()));
+  if (!values.ok()) return Contradiction(std::string(values.status().message()));
   reply->values = *std::move(values);
   return grpc::Status::OK;
 }

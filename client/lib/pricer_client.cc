@@ -36,12 +36,12 @@ PricerClient::PricerClient(const std::string& target, const ConnectionOptions& o
   health_ = grpc::health::v1::Health::NewStub(channel_);
 }
 
+grpc::Status PricerClient::ToGrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
 grpc::Status PricerClient::Start(grpc::ClientContext& context) const {
-  if (!connection_.ok()) {
-    // gRPC's and Abseil's status codes share their numbers.
-    return grpc::Status(static_cast<grpc::StatusCode>(connection_.code()),
-                        std::string(connection_.message()));
-  }
+  if (!connection_.ok()) return ToGrpcStatus(connection_);
   AddToken(token_, context);
   if (deadline_.has_value()) context.set_deadline(*deadline_);
   return grpc::Status::OK;

@@ -98,6 +98,9 @@ class PricerClient {
 
   class PartRun;  // one column range of a Price call and its retries
 
+  // `status` as gRPC's (the two share their codes' numbers).
+  static grpc::Status ToGrpcStatus(const absl::Status& status);
+
   // Every call's context passes here before the call starts: it gets the
   // token, or the call is refused when the connection could not be set up.
   grpc::Status Start(grpc::ClientContext& context) const;

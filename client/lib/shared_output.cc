@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(i
   }
   const int fd = memfd_create("pricer-output", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return Failed("memfd_create");
-  const int64_t bytes = FileBytes(slots, kSlotBytes);
+  const int64_t bytes = FileBytes(slots, kMinSlotBytes);
   // Its size fixed, the server's writes into it cannot fault (SIGBUS).
   if (ftruncate(fd, bytes) != 0 ||
       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(i
   ring.set_pid(static_cast<int32_t>(getpid()));
   ring.set_fd(fd);
   ring.set_slots(slots);
-  ring.set_slot_bytes(kSlotBytes);
+  ring.set_slot_bytes(kMinSlotBytes);
   ring.set_token(std::string(token, sizeof(token)));
   ring.set_phase(phase);
   return reader;
@@ -76,21 +76,22 @@ absl::StatusOr<ValueBytes> SharedOutputReader::Take(int32_t shared_slot, int64_t
                                                     int64_t column, int64_t columns) {
   const int64_t next = taken_ % ring_.slots();
   if (shared_slot - 1 != next) {
-    return absl::InternalError(absl::StrCat("the server sent a chunk in shared-memory slot ",
-                                            shared_slot - 1, " where slot ", next, " was next"));
+    return absl::InternalError(absl::StrCat("a chunk in shared-memory slot ", shared_slot - 1,
+                                            " where slot ", next, " was next"));
   }
   // Each factor at most a slot, so that the product cannot overflow.
+  const int64_t slot_bytes = ring_.slot_bytes();
   const bool fits =
-      rows >= 0 && rows <= kSlotBytes && columns >= 0 && columns <= kSlotBytes && column >= 0;
+      rows >= 0 && rows <= slot_bytes && columns >= 0 && columns <= slot_bytes && column >= 0;
   const int64_t bytes = fits ? 4 * rows * columns : 0;
   const int64_t offset = fits ? ValuesOffset(ring_.phase(), rows, column) : 0;
-  if (!fits || offset + bytes > kSlotBytes) {
-    return absl::InternalError(absl::StrCat("the server sent a chunk of ", columns, " columns of ",
-                                            rows, " rows in a shared-memory slot of ", kSlotBytes,
+  if (!fits || offset + bytes > slot_bytes) {
+    return absl::InternalError(absl::StrCat("a chunk of ", columns, " columns of ", rows,
+                                            " rows in a shared-memory slot of ", slot_bytes,
                                             " bytes"));
   }
   ++taken_;
-  const char* values = base_ + kHeaderBytes + next * kSlotBytes + offset;
+  const char* values = base_ + kHeaderBytes + next * slot_bytes + offset;
   return ValueBytes(nullptr, {std::string_view(values, static_cast<size_t>(bytes))});
 }
 

@@ -16,10 +16,8 @@ namespace pricer {
 
 class SharedOutputReader {
  public:
-  // The size of each slot: the largest chunk's values fit.
-  static constexpr int64_t kSlotBytes = int64_t{4} << 20;
-
-  // A new ring of `slots` slots (1 to 1,024), its pages allocated, with a
+  // A new ring of `slots` slots of 4 MiB (shared_ring::kMinSlotBytes; 1 to
+  // 1,024 slots), its pages allocated, with a
   // random token; `phase` places the values in their slots
   // (SharedMemoryRing.phase).
   static absl::StatusOr<std::unique_ptr<SharedOutputReader>> Create(int32_t slots,
@@ -32,9 +30,9 @@ class SharedOutputReader {
   const v1::SharedMemoryRing& ring() const { return ring_; }
 
   // The values of a chunk in slot `shared_slot` - 1 (its shared_slot): its
-  // `columns` columns of `rows` rows from column `column`. INTERNAL when
-  // that is not the slot the server writes next, or when they do not fit
-  // a slot. They stay valid until Release.
+  // `columns` columns of `rows` rows from column `column`. INTERNAL, saying
+  // what the server sent, when that is not the slot the server writes next
+  // or when they do not fit a slot. They stay valid until Release.
   absl::StatusOr<ValueBytes> Take(int32_t shared_slot, int64_t rows, int64_t column,
                                   int64_t columns);
   // The chunk taken last has been handled: the server may write its slot

@@ -250,7 +250,7 @@ class PriceReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       absl::StatusOr<int32_t> written =
           shared_->TryWrite(held_->values, held_->rows, held_->begin, [this] { WriteNext(); });
       if (!written.ok()) {
-        out.dropped_bytes = held_->payload_bytes();
+        out.dropped_bytes = payload_bytes;
         held_.reset();
         out.failed = written.status();
         return out;

@@ -22,8 +22,6 @@ namespace {
 
 using namespace shared_ring;  // NOLINT(build/namespaces): the layout's names
 
-// The smallest slot: the largest chunk's values fit it.
-constexpr int64_t kMinSlotBytes = int64_t{4} << 20;
 static_assert(kMaxChunkPayloadBytes + kSlotAlignment <= kMinSlotBytes);
 
 // The file `fd` names is not what `rule` asks for.
