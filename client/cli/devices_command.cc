@@ -39,6 +39,10 @@ int DevicesCommand::Run(PricerClient& client) {
       std::cout << absl::StrFormat("  headroom outside the budget (measured at start): %d bytes\n",
                                    d.headroom_bytes());
     }
+    if (d.idle_block_bytes() > 0) {
+      std::cout << absl::StrFormat("  kept idle for the next jobs (not in use): %d bytes\n",
+                                   d.idle_block_bytes());
+    }
     if (!d.lost().empty()) std::cout << "  lost: " << d.lost() << "\n";
   }
   std::cout << absl::StrFormat(

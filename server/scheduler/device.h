@@ -70,6 +70,10 @@ class Device {
   // device was made (a GPU's CUDA context and loaded modules); 0 where
   // every byte is in the budget.
   virtual int64_t headroom_bytes() const { return 0; }
+  // Host memory the device keeps idle for its next shards and jobs, not in
+  // memory().in_use() (the cpu's ST, A and SC blocks, a GPU's pinned blocks:
+  // block_pool.h), bytes.
+  virtual int64_t idle_block_bytes() const { return 0; }
   MemoryAccount& memory() { return memory_; }
   const MemoryAccount& memory() const { return memory_; }
 

@@ -174,10 +174,11 @@ std::vector<DeviceStatus> Engine::DeviceStatuses() const {
   for (size_t d = 0; d < devices_.size(); ++d) {
     const Device& device = *devices_[d];
     const DeviceQueue& q = queues_[d];
-    statuses.push_back(DeviceStatus{
-        device.name(), device.kind(), device.kernels(), device.memory().budget(),
-        device.memory().in_use(), device.memory().peak(), device.headroom_bytes(), q.shards_done(),
-        q.shards_failed, q.shards_retried, q.flops(), q.BusySeconds(now), q.lost});
+    statuses.push_back(DeviceStatus{device.name(), device.kind(), device.kernels(),
+                                    device.memory().budget(), device.memory().in_use(),
+                                    device.memory().peak(), device.headroom_bytes(),
+                                    device.idle_block_bytes(), q.shards_done(), q.shards_failed,
+                                    q.shards_retried, q.flops(), q.BusySeconds(now), q.lost});
   }
   return statuses;
 }

@@ -83,6 +83,7 @@ struct DeviceStatus {
   int64_t peak_bytes = 0;
   // Device memory the process holds outside the budget (Device::headroom_bytes).
   int64_t headroom_bytes = 0;
+  int64_t idle_block_bytes = 0;  // Device::idle_block_bytes
   int64_t shards_done = 0;
   int64_t shards_failed = 0;   // tasks that failed here (each retried elsewhere or fatal)
   int64_t shards_retried = 0;  // tasks run here after failing on another device

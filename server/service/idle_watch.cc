@@ -47,8 +47,7 @@ std::shared_ptr<IdleWatch::Ticket> IdleWatch::Watch(std::function<void()> time_o
 }
 
 void IdleWatch::Loop() {
-  const absl::Duration period =
-      std::min(absl::FromChrono(limit_) / 4, absl::Seconds(1));
+  const absl::Duration period = std::min(absl::FromChrono(limit_) / 4, absl::Seconds(1));
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
     // The tickets are looked at without mu_ (a time-out may finish its call,

@@ -319,6 +319,7 @@ void ToListDevicesReply(const std::vector<DeviceStatus>& devices, const EngineSt
     info->set_bytes_in_use(status.bytes_in_use);
     info->set_peak_bytes(status.peak_bytes);
     info->set_headroom_bytes(status.headroom_bytes);
+    info->set_idle_block_bytes(status.idle_block_bytes);
     info->set_shards_done(status.shards_done);
     info->set_busy_seconds(status.busy_seconds);
     info->set_lost(status.lost);

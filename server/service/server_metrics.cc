@@ -82,6 +82,10 @@ void AddDeviceFamilies(const std::vector<DeviceStatus>& devices, std::vector<Met
        "Device memory the process holds outside the budget (a GPU's CUDA context and loaded "
        "modules, measured at start), bytes.",
        MetricType::Gauge, [](const DeviceStatus& d) { return double(d.headroom_bytes); }},
+      {"pricer_device_memory_idle_bytes",
+       "Host memory the device keeps idle for its next shards and jobs, outside in_use, bytes "
+       "(a cpu device's ST, A and SC blocks; a GPU's pinned blocks).",
+       MetricType::Gauge, [](const DeviceStatus& d) { return double(d.idle_block_bytes); }},
       {"pricer_device_busy_seconds_total", "Time the device ran at least one task, seconds.",
        MetricType::Counter, [](const DeviceStatus& d) { return d.busy_seconds; }},
       {"pricer_flops_total",

@@ -172,8 +172,10 @@ class StalledReaderTest(FaultsTestCase):
             kinds = [next(stalled).WhichOneof("kind") for _ in range(3)]
             self.assertEqual(kinds, ["accepted", "chunk", "chunk"])
             highest, held = self.pending_plateau(stub)
-            grown = soak.rss_bytes(server.proc.pid) - rss_before
-            on_devices = sum(d.bytes_in_use for d in list_devices(stub).devices)
+            # Both less the blocks the devices keep idle (soak.resting_rss).
+            devices = list_devices(stub)
+            grown = soak.rss_bytes(server.proc.pid) - soak.kept_bytes(devices) - rss_before
+            on_devices = sum(d.bytes_in_use for d in devices.devices)
             print("stalled reader: pending %.1f MiB (highest %.1f MiB) of a %d MiB cap, "
                   "%.1f MiB on the devices; server RSS +%.1f MiB" % (
                       held / MIB, highest / MIB, self.CAP // MIB, on_devices / MIB,

@@ -251,8 +251,10 @@ def describe_devices(reply):
 
 def resting_rss(pid, stub, settle=2.0):
     """The server's RSS once it is idle and has trimmed its heap (0.5 s after
-    the last call), in bytes: the lowest of a few readings over `settle`
-    seconds (scaled) after the idle state, and that state."""
+    the last call), less the blocks its devices keep for their next jobs
+    (ListDevices' idle_block_bytes, which depend on the shapes of the last
+    jobs), in bytes: the lowest of a few readings over `settle` seconds
+    (scaled) after the idle state, and that state."""
     settle = scaled(settle)
     reply = wait_until_idle(stub)
     time.sleep(settle / 2)
@@ -260,4 +262,11 @@ def resting_rss(pid, stub, settle=2.0):
     for _ in range(5):
         readings.append(rss_bytes(pid))
         time.sleep(settle / 10)
-    return min(readings), reply
+    return min(readings) - kept_bytes(reply), reply
+
+
+def kept_bytes(reply):
+    """The bytes of the blocks a ListDevices reply's devices keep idle for
+    their next jobs: written and resident (BlockPool::Host touches each new
+    block's pages), in the server's RSS."""
+    return sum(device.idle_block_bytes for device in reply.devices)

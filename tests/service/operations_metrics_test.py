@@ -88,7 +88,8 @@ class MetricsTest(OperationsTestCase):
                               "pricer_device_memory_budget_bytes",
                               "pricer_device_memory_in_use_bytes",
                               "pricer_device_memory_peak_bytes",
-                              "pricer_device_memory_headroom_bytes", "pricer_pending_chunk_bytes",
+                              "pricer_device_memory_headroom_bytes",
+                              "pricer_device_memory_idle_bytes", "pricer_pending_chunk_bytes",
                               "pricer_pinned_memory_limit_bytes",
                               "pricer_pinned_memory_in_use_bytes",
                               "pricer_pinned_memory_peak_bytes",
@@ -156,6 +157,16 @@ class MetricsTest(OperationsTestCase):
         (build, value), = s.series("pricer_build_info")
         self.assertEqual(value, 1)
         self.assertEqual(build.get("version"), self.devices.server_version.split()[0])
+
+    def test_scrape_reports_the_blocks_kept_for_the_next_jobs(self):
+        """The ST, A and SC blocks the jobs left, outside in_use and within
+        the budget, as ListDevices reports them after the workload."""
+        s = Samples(scrape(self.server))
+        device = self.devices.devices[0]
+        self.assertEqual(s.total("pricer_device_memory_idle_bytes", device="cpu0"),
+                         device.idle_block_bytes)
+        self.assertGreater(device.idle_block_bytes, 0)
+        self.assertLessEqual(device.idle_block_bytes, device.memory_budget_bytes)
 
     def test_scrape_reports_the_pinned_bound_and_no_headroom(self):
         """A cpu device holds nothing outside its budget, and stages nothing

@@ -116,7 +116,6 @@ class CpuDeviceJob : public DeviceJob {
     });
     out->gemm_seconds = gemm_seconds;
     out->statistics_seconds = statistics_seconds;
-    ReturnBuffers(std::move(buffers));
     return stop.status();
   }
 
@@ -129,11 +128,13 @@ class CpuDeviceJob : public DeviceJob {
   }
 
  private:
-  // The A and SC blocks of one running shard. Sets are kept for the job's
-  // next shards: the engine commits one per shard it runs here at once.
+  // The A and SC blocks of one running shard, from the device's pool, which
+  // keeps them for the next shards and jobs (block_pool.h): the engine
+  // commits one set per shard it runs here at once.
   struct Buffers {
-    AccountedArray<float> a;
-    AccountedArray<float> sc;
+    BlockPool::Handle a_block, sc_block;
+    float* a() const { return a_block->as<float>(); }
+    float* sc() const { return sc_block->as<float>(); }
   };
 
   // One task of RunShard: the `count` columns at `first` in the shard (whole
@@ -144,11 +145,11 @@ class CpuDeviceJob : public DeviceJob {
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.position_rows();
     const auto start = std::chrono::steady_clock::now();
-    float* a = buffers.a.data() + first * issuers;
+    float* a = buffers.a() + first * issuers;
     spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
     // A task whose columns are all kept is multiplied straight into the output.
     const int64_t begin = shard.gemm_begin + first;
-    float* sc = buffers.sc.data() + first * paths;
+    float* sc = buffers.sc() + first * paths;
     if (spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end) {
       sc = out->values.data() + (begin - shard.out_begin) * paths;
     }
@@ -233,23 +234,10 @@ class CpuDeviceJob : public DeviceJob {
   }
 
   absl::StatusOr<Buffers> TakeBuffers() {
-    {
-      absl::MutexLock lock(&idle_mu_);
-      if (!idle_.empty()) {
-        Buffers buffers = std::move(idle_.back());
-        idle_.pop_back();
-        return buffers;
-      }
-    }
     Buffers buffers;
-    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.a_block, &buffers.a));
-    RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory_, buffers_.sc_block, &buffers.sc));
+    ASSIGN_OR_RETURN(buffers.a_block, device_.blocks().Take(buffers_.a_block));
+    ASSIGN_OR_RETURN(buffers.sc_block, device_.blocks().Take(buffers_.sc_block));
     return buffers;
-  }
-
-  void ReturnBuffers(Buffers buffers) {
-    absl::MutexLock lock(&idle_mu_);
-    idle_.push_back(std::move(buffers));
   }
 
   const JobSpec& spec_;
@@ -259,8 +247,6 @@ class CpuDeviceJob : public DeviceJob {
   const double discount_;  // exp(-r T)
   CpuPaths paths_;
   CovarianceMoments moments_;  // of a job with StatisticsSelection::from_covariance
-  absl::Mutex idle_mu_;
-  std::vector<Buffers> idle_ ABSL_GUARDED_BY(idle_mu_);
 };
 
 }  // namespace
@@ -268,7 +254,11 @@ class CpuDeviceJob : public DeviceJob {
 CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
     : Device(std::move(name), budget_bytes),
       threads_(std::max(1, threads)),
-      kernels_(BlasKernels()) {
+      kernels_(BlasKernels()),
+      // The pool counts its blocks in this device's account, which outlives
+      // them: they are given back before their job ends.
+      blocks_(BlockPool::Make(std::shared_ptr<MemoryAccount>(std::shared_ptr<void>(), &memory()),
+                              BlockPool::Host(), BlockPool::Reuse::kExactSize)) {
   UseSingleThreadedBlas();
 }
 
@@ -314,6 +304,13 @@ AllocationTable CpuDevice::Allocations(const JobSpec& spec, int64_t shard_column
 
 absl::StatusOr<std::unique_ptr<DeviceJob>> CpuDevice::StartJob(const JobSpec& spec,
                                                                int64_t shard_columns) {
+  // What the job allocates outside the pool (AccountedArray): its resident
+  // buffers but ST, and the moments shortcut's per-shard ones. Idle blocks
+  // make room for them first.
+  const AllocationTable table = Allocations(spec, shard_columns);
+  int64_t outside = table.resident_bytes() - BuffersOf(spec, shard_columns).st.bytes();
+  if (spec.output.statistics.from_covariance) outside += table.shard_bytes() * threads_;
+  blocks_->FitIdle(outside);
   auto job = std::make_unique<CpuDeviceJob>(spec, *this, shard_columns);
   RETURN_IF_ERROR(job->ComputeTerminalPrices());
   return job;

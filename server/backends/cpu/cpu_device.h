@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "server/scheduler/block_pool.h"
 #include "server/scheduler/device.h"
 
 namespace pricer {
@@ -57,9 +58,15 @@ class CpuDevice : public Device {
   int BeginTask();
   void EndTask();
 
+  // The A and SC blocks of the shards running here, kept between shards and
+  // jobs: a new one is faulted in and zeroed by the kernel page by page.
+  BlockPool& blocks() { return *blocks_; }
+  int64_t idle_block_bytes() const override { return blocks_->idle_bytes(); }
+
  private:
   const int threads_;
   const std::string kernels_;  // BlasKernels(), which cannot change once OpenBLAS has loaded
+  const std::shared_ptr<BlockPool> blocks_;
   std::atomic<int> running_{0};
 };
 

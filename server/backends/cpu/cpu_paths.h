@@ -12,6 +12,7 @@
 #include "server/backends/cpu/cpu_device.h"
 #include "server/model/attribution.h"
 #include "server/model/job_spec.h"
+#include "server/scheduler/block_pool.h"
 #include "server/scheduler/memory_account.h"
 
 namespace pricer {
@@ -25,12 +26,12 @@ class StopPoll;
 class CpuPaths {
  public:
   // Builds ST, then V, on teams of `device`, allocating from `buffers` in
-  // `memory`. A stopped job or a passed deadline ends it within one block
-  // of paths, one issuer or one instrument.
+  // `memory` (ST from the device's pool). A stopped job or a passed deadline ends it within one
+  // block of paths, one issuer or one instrument.
   absl::Status Build(const JobSpec& spec, CpuDevice& device, const CpuJobBuffers& buffers,
                      MemoryAccount& memory);
 
-  const float* st() const { return st_.data(); }
+  const float* st() const { return st_ ? st_->as<float>() : nullptr; }
   const float* x() const { return x_; }
   // What the contributions and sensitivities read (column_attribution.h).
   const AttributionInputs& inputs() const { return inputs_; }
@@ -47,7 +48,7 @@ class CpuPaths {
   absl::Status InstrumentValues(const JobSpec& spec, CpuDevice& device,
                                 const CpuJobBuffers& buffers, MemoryAccount& memory);
 
-  AccountedArray<float> st_;
+  BlockPool::Handle st_;  // from the device's pool (block_pool.h), kept for its next jobs
   // X row-major for the contributions' gather (a transpose of X, built last).
   absl::Status ByPath(const JobSpec& spec, const CpuJobBuffers& buffers, MemoryAccount& memory);
   // The sensitivities' per-path derivatives (attribution.h), row-major.

@@ -1,6 +1,6 @@
 // Device arrays: AccountedArrays counted in the device's MemoryAccount (the
 // engine's budget) whose memory comes from the GPU's stream-ordered memory
-// pool. Pinned host blocks come from the GPU's PinnedPool (pinned_pool.h).
+// pool. Pinned host blocks come from the GPU's BlockPool (server/scheduler/block_pool.h).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -7,6 +7,7 @@
 #include "server/backends/cuda/cuda_job.h"
 #include "server/backends/cuda/cuda_shard_slot.h"
 #include "server/backends/cuda/kernels.h"
+#include "server/backends/cuda/pinned_memory.h"
 #include "server/model/attribution.h"
 #include "server/model/instruments.h"
 #include "server/model/interval_ranks.h"
@@ -52,8 +53,7 @@ CudaDevice::CudaDevice(std::string name, int ordinal, int64_t budget_bytes, cons
       ordinal_(ordinal),
       gpu_(gpu),
       pinned_memory_(std::move(pinned_memory)),
-      pinned_pool_(
-          PinnedPool::Make(pinned_memory_, PinnedPool::CudaPinned(ordinal_, this->name()))),
+      pinned_pool_(BlockPool::Make(pinned_memory_, CudaPinnedMemory(ordinal_, this->name()))),
       stream_pool_(std::make_shared<StreamPool>(ordinal_, this->name())) {}
 
 std::string CudaDevice::kernels() const {

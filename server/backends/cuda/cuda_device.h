@@ -16,7 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/backends/cuda/pinned_pool.h"
+#include "server/scheduler/block_pool.h"
 #include "server/scheduler/device.h"
 
 namespace pricer {
@@ -135,7 +135,7 @@ struct CudaJobBuffers {
   };
   std::optional<Attribution> attribution;
 
-  // Pinned host blocks per shard (PinnedPool), each as large as the device
+  // Pinned host blocks per shard (BlockPool), each as large as the device
   // block it mirrors: the statistics block (when statistics are asked for),
   // the A block (inline scenarios) and the SC block (full output: the block
   // the chunks are sent from).
@@ -161,11 +161,12 @@ class CudaDevice : public Device {
   std::string kind() const override { return "cuda"; }
   std::string kernels() const override;
   int64_t headroom_bytes() const override { return gpu_.context_headroom_bytes; }
+  int64_t idle_block_bytes() const override { return pinned_pool_->idle_bytes(); }
   int ordinal() const { return ordinal_; }
   const GpuProfile& gpu() const { return gpu_; }
   MemoryAccount& pinned_memory() { return *pinned_memory_; }
   // The pinned blocks of this GPU's jobs, reused across shards and jobs.
-  PinnedPool& pinned_pool() { return *pinned_pool_; }
+  BlockPool& pinned_pool() { return *pinned_pool_; }
   // The streams and events of this GPU's slots, reused across jobs.
   const std::shared_ptr<StreamPool>& stream_pool() const { return stream_pool_; }
   // The buffers of a job, named, as its DeviceJob allocates them.
@@ -181,7 +182,7 @@ class CudaDevice : public Device {
   const int ordinal_;
   const GpuProfile gpu_;
   const std::shared_ptr<MemoryAccount> pinned_memory_;
-  const std::shared_ptr<PinnedPool> pinned_pool_;
+  const std::shared_ptr<BlockPool> pinned_pool_;
   const std::shared_ptr<StreamPool> stream_pool_;
 };
 

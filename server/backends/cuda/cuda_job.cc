@@ -239,7 +239,7 @@ class CudaJob {
   const std::string name_;
   const int ordinal_;
   MemoryAccount& memory_;
-  PinnedPool& pinned_;                         // the GPU's, for the slots' staging and full output
+  BlockPool& pinned_;                         // the GPU's, for the slots' staging and full output
   const std::shared_ptr<StreamPool> streams_;  // the GPU's, for the slots' streams
   const int64_t shard_columns_;
   const CudaJobBuffers buffers_;

@@ -86,7 +86,7 @@ class ShardRun {
   // buffer instead: each block's copy then waits for its GEMM.
   absl::Status TakeValuesBlock(ShardOutput* out) {
     if (!spec_.output.full) return absl::OkStatus();
-    absl::StatusOr<PinnedPool::Handle> block = job_.pinned.Take(*job_.buffers.values_host);
+    absl::StatusOr<BlockPool::Handle> block = job_.pinned.Take(*job_.buffers.values_host);
     if (block.ok()) {
       values_block_ = *std::move(block);
       values_ = values_block_->as<float>();
@@ -365,7 +365,7 @@ class ShardRun {
   const std::string& name_;
   const ShardLayout layout_;
   ShardSlot& slot_;
-  PinnedPool::Handle values_block_;  // full output, when pinned memory allowed
+  BlockPool::Handle values_block_;  // full output, when pinned memory allowed
   float* values_ = nullptr;          // where SC's kept columns go on the host
 };
 

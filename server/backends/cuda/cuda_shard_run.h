@@ -34,7 +34,7 @@ struct ResidentJob {
   const std::string& device;      // its name, in errors
   int ordinal;                    // its GPU
   const CudaJobBuffers& buffers;  // its table's entries
-  PinnedPool& pinned;             // the GPU's pinned blocks
+  BlockPool& pinned;             // the GPU's pinned blocks
   int64_t shard_columns;          // the widest shard: the stride of the statistics block
   const float* x;                 // P x R: ST (R = N), or V with instruments (R = K)
   const double* today;            // R: X0, V0's weights (ValuesToday)

@@ -16,7 +16,7 @@
 #include "server/backends/cuda/cuda_array.h"
 #include "server/backends/cuda/cuda_device.h"
 #include "server/backends/cuda/cuda_handles.h"
-#include "server/backends/cuda/pinned_pool.h"
+#include "server/scheduler/block_pool.h"
 #include "server/model/job_spec.h"
 #include "server/scheduler/memory_account.h"
 #include "server/scheduler/shard_planner.h"
@@ -76,13 +76,13 @@ struct ShardSlot : SlotStreams {
   DeviceArray<float> sort_keys, sort_keys_alternate;
   DeviceArray<char> sort_scratch;
   DeviceArray<double> a_doubles, products;  // the moments shortcut's blocks
-  PinnedPool::Handle a_host;                // inline scenario columns, staged for H2D
-  PinnedPool::Handle statistics_host;       // the statistics block, from D2H
+  BlockPool::Handle a_host;                // inline scenario columns, staged for H2D
+  BlockPool::Handle statistics_host;       // the statistics block, from D2H
   // The contributions (CudaJobBuffers::Attribution's per-shard entries).
   DeviceArray<int32_t> band_paths;
   DeviceArray<float> attribution;
   DeviceArray<double> shares;
-  PinnedPool::Handle attribution_host;
+  BlockPool::Handle attribution_host;
 };
 
 // A slot for the shards (`shard_columns` wide at most) of a job on the
@@ -92,7 +92,7 @@ struct ShardSlot : SlotStreams {
 absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& buffers,
                                                          int64_t shard_columns,
                                                          const std::string& device,
-                                                         MemoryAccount& account, PinnedPool& pinned,
+                                                         MemoryAccount& account, BlockPool& pinned,
                                                          std::shared_ptr<StreamPool> streams);
 
 }  // namespace pricer

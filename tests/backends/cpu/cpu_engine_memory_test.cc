@@ -1,7 +1,8 @@
 // Device memory of the engine with the real cpu backend: it returns to zero
-// and the peak fits the budget, deadlines and cancellation stop a job and free
-// its memory, a job over every budget is refused before any work, and shards
-// narrow to fit a small budget with the same result.
+// and the peak fits the budget, the blocks a job leaves serve the next one
+// without ever taking a budget it needs, deadlines and cancellation stop a
+// job and free its memory, a job over every budget is refused before any
+// work, and shards narrow to fit a small budget with the same result.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -40,6 +41,54 @@ TEST(CpuEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {
   EXPECT_LE(status.peak_bytes, status.memory_budget_bytes);
   EXPECT_EQ(status.memory_budget_bytes, kBudget);
   EXPECT_GT(status.shards_done, 0);
+}
+
+TEST(CpuEngineTest, TheBlocksAJobLeavesServeTheNextWithTheSameResults) {
+  auto engine = MakeEngine();
+  const JobSpec spec = ReproducibilitySpec(2 * kColumnAlignment, 0);
+  const JobResult first = RunJob(*engine, spec);
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  const DeviceStatus after_first = engine->DeviceStatuses()[0];
+  EXPECT_EQ(after_first.bytes_in_use, 0);
+  // ST and, for each of the two shards that ran at once, an A and an SC block.
+  const int64_t st = kPaths * kIssuers * 4;
+  const int64_t shard = (kIssuers + kPaths) * 2 * kColumnAlignment * 4;
+  EXPECT_EQ(after_first.idle_block_bytes, st + 2 * shard);
+  // The second job runs in the first one's blocks, which still hold its values.
+  const JobResult second = RunJob(*engine, spec);
+  ASSERT_TRUE(second.status.ok()) << second.status;
+  EXPECT_EQ(second.sc, first.sc);
+  EXPECT_EQ(second.statistics.mean, first.statistics.mean);
+  EXPECT_EQ(second.statistics.stddev, first.statistics.stddev);
+  EXPECT_EQ(engine->DeviceStatuses()[0].idle_block_bytes, after_first.idle_block_bytes);
+  EXPECT_EQ(engine->DeviceStatuses()[0].peak_bytes, after_first.peak_bytes);
+}
+
+TEST(CpuEngineTest, IdleBlocksGiveWayToAJobThatNeedsTheBudget) {
+  // A budget that holds the second job's ST (four times the first's) and
+  // one shard, only once the first job's blocks have gone.
+  const int64_t st = kPaths * kIssuers * 4;
+  const int64_t shard = (kIssuers + kPaths) * kColumnAlignment * 4;
+  const int64_t budget = 4 * st + (4 * kIssuers + kPaths) * kColumnAlignment * 4;
+  auto engine = MakeEngine(budget);
+  const JobResult first = RunJob(*engine, ReproducibilitySpec(kColumnAlignment, 0));
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  EXPECT_EQ(engine->DeviceStatuses()[0].idle_block_bytes, st + shard);  // one shard in flight
+
+  JobSpec wider = ReproducibilitySpec(kColumnAlignment, 0);
+  wider.market = SpreadMarket(4 * kIssuers);
+  wider.scenarios = ScenarioMatrix::Generated(4 * kIssuers, kColumns, kScenarioSeed, 0.0f, 1.0f);
+  auto reference = MakeEngine();
+  const JobResult expected = RunJob(*reference, wider);
+  ASSERT_TRUE(expected.status.ok()) << expected.status;
+  const JobResult result = RunJob(*engine, wider);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.sc, expected.sc);
+  const DeviceStatus status = engine->DeviceStatuses()[0];
+  EXPECT_EQ(status.bytes_in_use, 0);
+  EXPECT_LE(status.peak_bytes, budget);
+  EXPECT_LE(status.idle_block_bytes, budget);
+  EXPECT_GT(status.idle_block_bytes, 0);
 }
 
 TEST(CpuEngineTest, DeadlineStopsAJobAtAShardBoundaryAndFreesItsMemory) {

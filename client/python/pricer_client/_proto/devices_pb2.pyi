@@ -6,10 +6,11 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DeviceInfo(_message.Message):
-    __slots__ = ["busy_seconds", "bytes_in_use", "headroom_bytes", "kernels", "kind", "lost", "memory_budget_bytes", "name", "peak_bytes", "shards_done"]
+    __slots__ = ["busy_seconds", "bytes_in_use", "headroom_bytes", "idle_block_bytes", "kernels", "kind", "lost", "memory_budget_bytes", "name", "peak_bytes", "shards_done"]
     BUSY_SECONDS_FIELD_NUMBER: _ClassVar[int]
     BYTES_IN_USE_FIELD_NUMBER: _ClassVar[int]
     HEADROOM_BYTES_FIELD_NUMBER: _ClassVar[int]
+    IDLE_BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
     KERNELS_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     LOST_FIELD_NUMBER: _ClassVar[int]
@@ -20,6 +21,7 @@ class DeviceInfo(_message.Message):
     busy_seconds: float
     bytes_in_use: int
     headroom_bytes: int
+    idle_block_bytes: int
     kernels: str
     kind: str
     lost: str
@@ -27,7 +29,7 @@ class DeviceInfo(_message.Message):
     name: str
     peak_bytes: int
     shards_done: int
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., memory_budget_bytes: _Optional[int] = ..., bytes_in_use: _Optional[int] = ..., peak_bytes: _Optional[int] = ..., shards_done: _Optional[int] = ..., busy_seconds: _Optional[float] = ..., lost: _Optional[str] = ..., headroom_bytes: _Optional[int] = ..., kernels: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., memory_budget_bytes: _Optional[int] = ..., bytes_in_use: _Optional[int] = ..., peak_bytes: _Optional[int] = ..., shards_done: _Optional[int] = ..., busy_seconds: _Optional[float] = ..., lost: _Optional[str] = ..., headroom_bytes: _Optional[int] = ..., kernels: _Optional[str] = ..., idle_block_bytes: _Optional[int] = ...) -> None: ...
 
 class ListDevicesReply(_message.Message):
     __slots__ = ["devices", "max_pending_bytes", "max_queued_jobs", "pending_bytes", "pinned_bytes_in_use", "pinned_memory_bytes", "pinned_peak_bytes", "queued_jobs", "server_id", "server_version"]

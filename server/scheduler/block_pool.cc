@@ -1,0 +1,147 @@
+#include "server/scheduler/block_pool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "common/status_macros.h"
+
+namespace pricer {
+
+std::shared_ptr<BlockPool> BlockPool::Make(std::shared_ptr<MemoryAccount> account,
+                                           BlockMemory memory, Reuse reuse) {
+  return std::shared_ptr<BlockPool>(new BlockPool(std::move(account), std::move(memory), reuse));
+}
+
+BlockMemory BlockPool::Host() {
+  BlockMemory memory;
+  memory.allocate = [](int64_t bytes, absl::string_view, void** out) {
+    *out = ::operator new[](static_cast<size_t>(bytes));
+    // Every page written once, here: the block's first user would fault them
+    // in anyway, and an idle block is then resident whatever its users
+    // wrote, as the devices' idle_block_bytes say.
+    std::memset(*out, 0, static_cast<size_t>(bytes));
+    return absl::OkStatus();
+  };
+  memory.free = [](void* data) { ::operator delete[](data); };
+  return memory;
+}
+
+BlockPool::~BlockPool() {
+  std::vector<std::unique_ptr<PoolBlock>> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    idle.swap(idle_);
+    idle_bytes_ = 0;
+  }
+  Free(std::move(idle));
+}
+
+absl::StatusOr<BlockPool::Handle> BlockPool::Take(const Buffer& buffer) {
+  std::unique_ptr<PoolBlock> reused;
+  {
+    absl::MutexLock lock(&mu_);
+    // The smallest idle block that is large enough, and at most twice as
+    // large (or of the buffer's size: Reuse).
+    const int64_t most = reuse_ == Reuse::kExactSize ? buffer.bytes() : 2 * buffer.bytes();
+    auto best = idle_.end();
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      const int64_t bytes = (*it)->bytes;
+      if (bytes >= buffer.bytes() && bytes <= most &&
+          (best == idle_.end() || bytes < (*best)->bytes)) {
+        best = it;
+      }
+    }
+    if (best != idle_.end()) {
+      reused = std::move(*best);
+      idle_.erase(best);
+      idle_bytes_ -= reused->bytes;
+    }
+  }
+  if (reused != nullptr) {
+    // Counted at its own size, which may pass the buffer's; where that does
+    // not fit, it waits again and a block of the buffer's size is tried.
+    if (Reservation::Reserve(*account_, Buffer{buffer.name, reused->bytes, 1}, &reused->charge)
+            .ok()) {
+      return Wrap(std::move(reused));
+    }
+    Give(reused.release());
+  }
+  // A new block: counted before it is allocated, so one that does not fit is
+  // refused first.
+  Reservation charge;
+  RETURN_IF_ERROR(Reservation::Reserve(*account_, buffer, &charge));
+  ASSIGN_OR_RETURN(std::unique_ptr<PoolBlock> block, Allocate(buffer));
+  block->charge = std::move(charge);
+  return Wrap(std::move(block));
+}
+
+BlockPool::Handle BlockPool::Wrap(std::unique_ptr<PoolBlock> block) {
+  std::shared_ptr<BlockPool> self = shared_from_this();
+  return Handle(block.release(), [self](PoolBlock* b) { self->Give(b); });
+}
+
+absl::StatusOr<std::unique_ptr<PoolBlock>> BlockPool::Allocate(const Buffer& buffer) {
+  FitIdle(0);  // the new block is already counted
+  auto block = std::make_unique<PoolBlock>();
+  RETURN_IF_ERROR(memory_.allocate(buffer.bytes(), buffer.name, &block->data));
+  block->bytes = buffer.bytes();
+  return block;
+}
+
+void BlockPool::FitIdle(int64_t bytes) {
+  // The largest idle blocks go first.
+  std::vector<std::unique_ptr<PoolBlock>> freed;
+  {
+    absl::MutexLock lock(&mu_);
+    std::sort(idle_.begin(), idle_.end(),
+              [](const auto& a, const auto& b) { return a->bytes < b->bytes; });
+    while (!idle_.empty() && account_->in_use() + idle_bytes_ + bytes > account_->budget()) {
+      idle_bytes_ -= idle_.back()->bytes;
+      freed.push_back(std::move(idle_.back()));
+      idle_.pop_back();
+    }
+  }
+  Free(std::move(freed));
+}
+
+std::shared_ptr<const void> BlockPool::Share(Handle block) {
+  PoolBlock* raw = block.release();
+  raw->charge = Reservation();  // the chunks' pending bytes count it now
+  std::shared_ptr<BlockPool> self = shared_from_this();
+  return std::shared_ptr<const void>(
+      raw, [self](const void* b) { self->Give(static_cast<PoolBlock*>(const_cast<void*>(b))); });
+}
+
+void BlockPool::Give(PoolBlock* given) {
+  std::unique_ptr<PoolBlock> block(given);
+  block->charge = Reservation();
+  {
+    absl::MutexLock lock(&mu_);
+    if (idle_.size() < kMaxIdle &&
+        account_->in_use() + idle_bytes_ + block->bytes <= account_->budget()) {
+      idle_bytes_ += block->bytes;
+      idle_.push_back(std::move(block));
+      return;
+    }
+  }
+  std::vector<std::unique_ptr<PoolBlock>> freed;
+  freed.push_back(std::move(block));
+  Free(std::move(freed));
+}
+
+void BlockPool::Free(std::vector<std::unique_ptr<PoolBlock>> blocks) {
+  for (std::unique_ptr<PoolBlock>& block : blocks) memory_.free(block->data);
+}
+
+size_t BlockPool::idle_blocks() const {
+  absl::MutexLock lock(&mu_);
+  return idle_.size();
+}
+
+int64_t BlockPool::idle_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return idle_bytes_;
+}
+
+}  // namespace pricer
