@@ -80,7 +80,7 @@ class CpuDeviceJob : public DeviceJob {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return status;
     }
-    ASSIGN_OR_RETURN(Buffers buffers, TakeBuffers());
+    ASSIGN_OR_RETURN(Buffers buffers, TakeBuffers(shard));
     const int64_t paths = spec_.paths;
     const int64_t issuers = spec_.position_rows();
     const int64_t width = shard.gemm_end - shard.gemm_begin;
@@ -133,6 +133,7 @@ class CpuDeviceJob : public DeviceJob {
   // commits one set per shard it runs here at once.
   struct Buffers {
     BlockPool::Handle a_block, sc_block;
+    Reservation sc_reserved;  // the SC block's bytes, where the shard takes no block
     float* a() const { return a_block->as<float>(); }
     float* sc() const { return sc_block->as<float>(); }
   };
@@ -149,10 +150,9 @@ class CpuDeviceJob : public DeviceJob {
     spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
     // A task whose columns are all kept is multiplied straight into the output.
     const int64_t begin = shard.gemm_begin + first;
-    float* sc = buffers.sc() + first * paths;
-    if (spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end) {
-      sc = out->values.data() + (begin - shard.out_begin) * paths;
-    }
+    float* sc = spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end
+                    ? out->values.data() + (begin - shard.out_begin) * paths
+                    : buffers.sc() + first * paths;
     if (!MultiplyColumns(a, count, sc, stop)) return;
     const auto multiplied = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < count; b += kColumnAlignment) {
@@ -233,10 +233,20 @@ class CpuDeviceJob : public DeviceJob {
     }
   }
 
-  absl::StatusOr<Buffers> TakeBuffers() {
+  // The blocks of `shard`. Where its GEMMs all write straight into the full
+  // output (every column it computes is kept: RunTask), its SC block's bytes
+  // are reserved as the engine committed them but no block is taken: it
+  // would hold 4 P w bytes never written.
+  absl::StatusOr<Buffers> TakeBuffers(const Shard& shard) {
     Buffers buffers;
     ASSIGN_OR_RETURN(buffers.a_block, device_.blocks().Take(buffers_.a_block));
-    ASSIGN_OR_RETURN(buffers.sc_block, device_.blocks().Take(buffers_.sc_block));
+    if (spec_.output.full && shard.gemm_begin >= shard.out_begin &&
+        shard.gemm_end <= shard.out_end) {
+      device_.blocks().FitIdle(buffers_.sc_block.bytes());
+      RETURN_IF_ERROR(Reservation::Reserve(memory_, buffers_.sc_block, &buffers.sc_reserved));
+    } else {
+      ASSIGN_OR_RETURN(buffers.sc_block, device_.blocks().Take(buffers_.sc_block));
+    }
     return buffers;
   }
 

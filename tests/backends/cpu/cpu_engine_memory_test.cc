@@ -43,9 +43,17 @@ TEST(CpuEngineTest, DeviceMemoryReturnsToZeroAndThePeakFitsTheBudget) {
   EXPECT_GT(status.shards_done, 0);
 }
 
+// Statistics only: a shard of a full output whose columns are all kept
+// multiplies into the output, not into an SC block of its own.
+JobSpec StatisticsSpec(int64_t shard_columns, int64_t issuers = kIssuers) {
+  return MakeSpec(SpreadMarket(issuers), kPaths, kSeed,
+                  ScenarioMatrix::Generated(issuers, kColumns, kScenarioSeed, 0.0f, 1.0f),
+                  Output(false, true, false), shard_columns);
+}
+
 TEST(CpuEngineTest, TheBlocksAJobLeavesServeTheNextWithTheSameResults) {
   auto engine = MakeEngine();
-  const JobSpec spec = ReproducibilitySpec(2 * kColumnAlignment, 0);
+  const JobSpec spec = StatisticsSpec(2 * kColumnAlignment);
   const JobResult first = RunJob(*engine, spec);
   ASSERT_TRUE(first.status.ok()) << first.status;
   const DeviceStatus after_first = engine->DeviceStatuses()[0];
@@ -57,7 +65,7 @@ TEST(CpuEngineTest, TheBlocksAJobLeavesServeTheNextWithTheSameResults) {
   // The second job runs in the first one's blocks, which still hold its values.
   const JobResult second = RunJob(*engine, spec);
   ASSERT_TRUE(second.status.ok()) << second.status;
-  EXPECT_EQ(second.sc, first.sc);
+  ASSERT_EQ(second.statistics.mean.size(), static_cast<size_t>(kColumns));
   EXPECT_EQ(second.statistics.mean, first.statistics.mean);
   EXPECT_EQ(second.statistics.stddev, first.statistics.stddev);
   EXPECT_EQ(engine->DeviceStatuses()[0].idle_block_bytes, after_first.idle_block_bytes);
@@ -71,19 +79,18 @@ TEST(CpuEngineTest, IdleBlocksGiveWayToAJobThatNeedsTheBudget) {
   const int64_t shard = (kIssuers + kPaths) * kColumnAlignment * 4;
   const int64_t budget = 4 * st + (4 * kIssuers + kPaths) * kColumnAlignment * 4;
   auto engine = MakeEngine(budget);
-  const JobResult first = RunJob(*engine, ReproducibilitySpec(kColumnAlignment, 0));
+  const JobResult first = RunJob(*engine, StatisticsSpec(kColumnAlignment));
   ASSERT_TRUE(first.status.ok()) << first.status;
   EXPECT_EQ(engine->DeviceStatuses()[0].idle_block_bytes, st + shard);  // one shard in flight
 
-  JobSpec wider = ReproducibilitySpec(kColumnAlignment, 0);
-  wider.market = SpreadMarket(4 * kIssuers);
-  wider.scenarios = ScenarioMatrix::Generated(4 * kIssuers, kColumns, kScenarioSeed, 0.0f, 1.0f);
+  const JobSpec wider = StatisticsSpec(kColumnAlignment, 4 * kIssuers);
   auto reference = MakeEngine();
   const JobResult expected = RunJob(*reference, wider);
   ASSERT_TRUE(expected.status.ok()) << expected.status;
   const JobResult result = RunJob(*engine, wider);
   ASSERT_TRUE(result.status.ok()) << result.status;
-  EXPECT_EQ(result.sc, expected.sc);
+  ASSERT_EQ(result.statistics.stddev.size(), static_cast<size_t>(kColumns));
+  EXPECT_EQ(result.statistics.stddev, expected.statistics.stddev);
   const DeviceStatus status = engine->DeviceStatuses()[0];
   EXPECT_EQ(status.bytes_in_use, 0);
   EXPECT_LE(status.peak_bytes, budget);
