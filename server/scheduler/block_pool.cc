@@ -9,8 +9,9 @@
 namespace pricer {
 
 std::shared_ptr<BlockPool> BlockPool::Make(std::shared_ptr<MemoryAccount> account,
-                                           BlockMemory memory, Reuse reuse) {
-  return std::shared_ptr<BlockPool>(new BlockPool(std::move(account), std::move(memory), reuse));
+                                           BlockMemory memory, Reuse reuse, size_t max_idle) {
+  return std::shared_ptr<BlockPool>(
+      new BlockPool(std::move(account), std::move(memory), reuse, max_idle));
 }
 
 BlockMemory BlockPool::Host() {
@@ -118,7 +119,7 @@ void BlockPool::Give(PoolBlock* given) {
   block->charge = Reservation();
   {
     absl::MutexLock lock(&mu_);
-    if (idle_.size() < kMaxIdle &&
+    if (idle_.size() < max_idle_ &&
         account_->in_use() + idle_bytes_ + block->bytes <= account_->budget()) {
       idle_bytes_ += block->bytes;
       idle_.push_back(std::move(block));

@@ -13,7 +13,7 @@
 // own size; given back, it waits here, uncounted, for the next Take it is
 // large enough for (and at most twice as large as; for the cpu, of its very
 // size: Reuse), while the blocks in use and the idle ones
-// together stay within the account's budget: at most kMaxIdle wait, a Take
+// together stay within the account's budget: at most max_idle wait, a Take
 // that needs a new block frees idle ones until it fits, and FitIdle frees
 // them for memory that the account's other users are about to take.
 //
@@ -58,6 +58,7 @@ struct BlockMemory {
 
 class BlockPool : public std::enable_shared_from_this<BlockPool> {
  public:
+  // Blocks that may wait at once, unless Make says otherwise.
   static constexpr size_t kMaxIdle = 8;
   using Handle = std::unique_ptr<PoolBlock, std::function<void(PoolBlock*)>>;
 
@@ -71,7 +72,8 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   enum class Reuse { kUpToTwice, kExactSize };
 
   static std::shared_ptr<BlockPool> Make(std::shared_ptr<MemoryAccount> account, BlockMemory memory,
-                                         Reuse reuse = Reuse::kUpToTwice);
+                                         Reuse reuse = Reuse::kUpToTwice,
+                                         size_t max_idle = kMaxIdle);
   // The heap (operator new[] and delete[]), each new block's pages written
   // once (resident from then on).
   static BlockMemory Host();
@@ -98,8 +100,12 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   int64_t idle_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  BlockPool(std::shared_ptr<MemoryAccount> account, BlockMemory memory, Reuse reuse)
-      : account_(std::move(account)), memory_(std::move(memory)), reuse_(reuse) {}
+  BlockPool(std::shared_ptr<MemoryAccount> account, BlockMemory memory, Reuse reuse,
+            size_t max_idle)
+      : account_(std::move(account)),
+        memory_(std::move(memory)),
+        reuse_(reuse),
+        max_idle_(max_idle) {}
 
   // Keeps `block` idle (uncounted) or frees it.
   void Give(PoolBlock* block) ABSL_LOCKS_EXCLUDED(mu_);
@@ -114,6 +120,7 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   const std::shared_ptr<MemoryAccount> account_;
   const BlockMemory memory_;
   const Reuse reuse_;
+  const size_t max_idle_;
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<PoolBlock>> idle_ ABSL_GUARDED_BY(mu_);
   int64_t idle_bytes_ ABSL_GUARDED_BY(mu_) = 0;

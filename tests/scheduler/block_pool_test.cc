@@ -25,7 +25,8 @@ struct CountedMemory {
 };
 
 std::shared_ptr<BlockPool> HostPool(std::shared_ptr<MemoryAccount> account, CountedMemory& counts,
-                                    BlockPool::Reuse reuse = BlockPool::Reuse::kUpToTwice) {
+                                    BlockPool::Reuse reuse = BlockPool::Reuse::kUpToTwice,
+                                    size_t max_idle = BlockPool::kMaxIdle) {
   BlockMemory memory;
   memory.allocate = [&counts](int64_t bytes, absl::string_view, void** out) {
     ++counts.allocations;
@@ -36,7 +37,7 @@ std::shared_ptr<BlockPool> HostPool(std::shared_ptr<MemoryAccount> account, Coun
     ++counts.frees;
     ::operator delete[](data);
   };
-  return BlockPool::Make(std::move(account), std::move(memory), reuse);
+  return BlockPool::Make(std::move(account), std::move(memory), reuse, max_idle);
 }
 
 TEST(BlockPoolTest, ABlockGivenBackServesTheNextTakeUncountedMeanwhile) {
@@ -197,6 +198,18 @@ TEST(BlockPoolTest, AtMostKMaxIdleBlocksWaitAndTheRestAreFreed) {
   EXPECT_EQ(counts.frees, 3);
   pool.reset();  // the idle ones with the pool
   EXPECT_EQ(counts.frees, static_cast<int>(BlockPool::kMaxIdle) + 3);
+}
+
+TEST(BlockPoolTest, APoolKeepsAsManyIdleBlocksAsItsMakerSays) {
+  auto account = std::make_shared<MemoryAccount>(1 << 20);
+  CountedMemory counts;
+  constexpr size_t kKept = BlockPool::kMaxIdle + 4;  // a cpu device of 5 threads
+  std::shared_ptr<BlockPool> pool = HostPool(account, counts, BlockPool::Reuse::kExactSize, kKept);
+  std::vector<BlockPool::Handle> blocks;
+  for (size_t k = 0; k < kKept + 2; ++k) blocks.push_back(*pool->Take(BufferOf<char>("b", 100)));
+  blocks.clear();
+  EXPECT_EQ(pool->idle_blocks(), kKept);
+  EXPECT_EQ(counts.frees, 2);
 }
 
 }  // namespace

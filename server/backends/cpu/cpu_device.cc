@@ -266,9 +266,12 @@ CpuDevice::CpuDevice(std::string name, int64_t budget_bytes, int threads)
       threads_(std::max(1, threads)),
       kernels_(BlasKernels()),
       // The pool counts its blocks in this device's account, which outlives
-      // them: they are given back before their job ends.
+      // them: they are given back before their job ends. It keeps the A and
+      // SC blocks of as many shards as run here at once (one a thread) and
+      // the ST of two jobs.
       blocks_(BlockPool::Make(std::shared_ptr<MemoryAccount>(std::shared_ptr<void>(), &memory()),
-                              BlockPool::Host(), BlockPool::Reuse::kExactSize)) {
+                              BlockPool::Host(), BlockPool::Reuse::kExactSize,
+                              2 * static_cast<size_t>(threads_) + 2)) {
   UseSingleThreadedBlas();
 }
 

@@ -58,8 +58,8 @@ class CpuDevice : public Device {
   int BeginTask();
   void EndTask();
 
-  // The A and SC blocks of the shards running here, kept between shards and
-  // jobs: a new one is faulted in and zeroed by the kernel page by page.
+  // ST and the A and SC blocks of the shards running here, kept between
+  // shards and jobs: a new one is faulted in and zeroed page by page.
   BlockPool& blocks() { return *blocks_; }
   int64_t idle_block_bytes() const override { return blocks_->idle_bytes(); }
 
