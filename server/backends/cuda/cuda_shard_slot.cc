@@ -45,7 +45,7 @@ absl::Status AllocateDeviceBuffers(const std::string& device, MemoryAccount& acc
 
 // Host staging from the GPU's pool (the full-output block is taken per
 // shard: it leaves with the chunks).
-absl::Status TakePoolBlocks(BlockPool& pinned, const CudaJobBuffers& buffers, ShardSlot& slot) {
+absl::Status TakePinnedBlocks(BlockPool& pinned, const CudaJobBuffers& buffers, ShardSlot& slot) {
   if (const auto& b = buffers.statistics_host) {
     ASSIGN_OR_RETURN(slot.statistics_host, pinned.Take(*b));
   }
@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<ShardSlot>> MakeShardSlot(const CudaJobBuffers& b
   slot->pool = std::move(streams);
   RETURN_IF_ERROR(CountCublas(device, account, buffers.cublas, &slot->cublas));
   RETURN_IF_ERROR(AllocateDeviceBuffers(device, account, buffers, *slot));
-  RETURN_IF_ERROR(TakePoolBlocks(pinned, buffers, *slot));
+  RETURN_IF_ERROR(TakePinnedBlocks(pinned, buffers, *slot));
   return slot;
 }
 
