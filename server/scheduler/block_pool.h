@@ -13,7 +13,8 @@
 // own size; given back, it waits here, uncounted, for the next Take it is
 // large enough for (and at most twice as large as; for the cpu, of its very
 // size: Reuse), while the blocks in use and the idle ones
-// together stay within the account's budget: at most max_idle wait, a Take
+// together stay within the account's budget: at most max_idle wait (the
+// oldest gives way to a block given back), a Take
 // that needs a new block frees idle ones until it fits, and FitIdle frees
 // them for memory that the account's other users are about to take.
 //

@@ -212,5 +212,20 @@ TEST(BlockPoolTest, APoolKeepsAsManyIdleBlocksAsItsMakerSays) {
   EXPECT_EQ(counts.frees, 2);
 }
 
+TEST(BlockPoolTest, TheOldestIdleBlockGivesWayToOneGivenBack) {
+  auto account = std::make_shared<MemoryAccount>(1 << 20);
+  CountedMemory counts;
+  std::shared_ptr<BlockPool> pool = HostPool(account, counts, BlockPool::Reuse::kExactSize, 1);
+  absl::StatusOr<BlockPool::Handle> older = pool->Take(BufferOf<char>("ST", 100));
+  absl::StatusOr<BlockPool::Handle> newer = pool->Take(BufferOf<char>("SC", 200));
+  ASSERT_TRUE(older.ok() && newer.ok());
+  older->reset();
+  newer->reset();  // the ST block is freed for it
+  EXPECT_EQ(counts.frees, 1);
+  EXPECT_EQ(pool->idle_bytes(), 200);
+  ASSERT_TRUE(pool->Take(BufferOf<char>("SC", 200)).ok());
+  EXPECT_EQ(counts.allocations, 2);
+}
+
 }  // namespace
 }  // namespace pricer
