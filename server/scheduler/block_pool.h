@@ -75,8 +75,8 @@ class BlockPool : public std::enable_shared_from_this<BlockPool> {
   static std::shared_ptr<BlockPool> Make(std::shared_ptr<MemoryAccount> account, BlockMemory memory,
                                          Reuse reuse = Reuse::kUpToTwice,
                                          size_t max_idle = kMaxIdle);
-  // The heap (operator new[] and delete[]), each new block's pages written
-  // once (resident from then on).
+  // The heap (operator new[] and delete[]), each new block's pages faulted
+  // in at once (resident from then on).
   static BlockMemory Host();
   ~BlockPool();  // frees the idle blocks
 

@@ -267,6 +267,6 @@ def resting_rss(pid, stub, settle=2.0):
 
 def kept_bytes(reply):
     """The bytes of the blocks a ListDevices reply's devices keep idle for
-    their next jobs: written and resident (BlockPool::Host touches each new
+    their next jobs: resident (BlockPool::Host faults in each new
     block's pages), in the server's RSS."""
     return sum(device.idle_block_bytes for device in reply.devices)
