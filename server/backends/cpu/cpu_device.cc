@@ -148,9 +148,8 @@ class CpuDeviceJob : public DeviceJob {
     const auto start = std::chrono::steady_clock::now();
     float* a = buffers.a() + first * issuers;
     spec_.scenarios.CopyColumns(shard.gemm_begin + first, count, a);
-    // A task whose columns are all kept is multiplied straight into the output.
     const int64_t begin = shard.gemm_begin + first;
-    float* sc = spec_.output.full && begin >= shard.out_begin && begin + count <= shard.out_end
+    float* sc = IntoOutput(shard, begin, begin + count)
                     ? out->values.data() + (begin - shard.out_begin) * paths
                     : buffers.sc() + first * paths;
     if (!MultiplyColumns(a, count, sc, stop)) return;
@@ -233,6 +232,12 @@ class CpuDeviceJob : public DeviceJob {
     }
   }
 
+  // Whether the GEMM of columns [begin, end) of `shard` is multiplied
+  // straight into the full output: every one of them is kept.
+  bool IntoOutput(const Shard& shard, int64_t begin, int64_t end) const {
+    return spec_.output.full && begin >= shard.out_begin && end <= shard.out_end;
+  }
+
   // The blocks of `shard`. Where its GEMMs all write straight into the full
   // output (every column it computes is kept: RunTask), its SC block's bytes
   // are reserved as the engine committed them but no block is taken: it
@@ -240,8 +245,7 @@ class CpuDeviceJob : public DeviceJob {
   absl::StatusOr<Buffers> TakeBuffers(const Shard& shard) {
     Buffers buffers;
     ASSIGN_OR_RETURN(buffers.a_block, device_.blocks().Take(buffers_.a_block));
-    if (spec_.output.full && shard.gemm_begin >= shard.out_begin &&
-        shard.gemm_end <= shard.out_end) {
+    if (IntoOutput(shard, shard.gemm_begin, shard.gemm_end)) {
       device_.blocks().FitIdle(buffers_.sc_block.bytes());
       RETURN_IF_ERROR(Reservation::Reserve(memory_, buffers_.sc_block, &buffers.sc_reserved));
     } else {

@@ -49,7 +49,7 @@ absl::Status CpuPaths::Build(const JobSpec& spec, CpuDevice& device, const CpuJo
   WithTeam(device, shocks < kInlineShocks ? 1 : shocks, [&](int team) {
     if (spec.historical()) {  // R in place of the shocks
       const float* returns = spec.returns->shared_values()->data();
-      std::copy(returns, returns + shocks, st_->as<float>());
+      std::copy(returns, returns + shocks, StValues());
     } else if (!spec.market.correlated()) {
       DrawShocks(spec, team, stop);
     } else {
@@ -59,7 +59,7 @@ absl::Status CpuPaths::Build(const JobSpec& spec, CpuDevice& device, const CpuJo
   });
   RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(stop.status());
-  x_ = st_->as<float>();
+  x_ = StValues();
   today_ = ValuesToday(spec);
   if (!spec.instruments.empty()) {
     RETURN_IF_ERROR(InstrumentValues(spec, device, buffers, memory));
@@ -98,7 +98,7 @@ absl::Status CpuPaths::Derivatives(const JobSpec& spec, CpuDevice& device,
       for (int64_t r = 0; r < rows; ++r) {
         const InstrumentTerms& t = terms[static_cast<size_t>(r)];
         const double spot = spec.market.spot[static_cast<size_t>(t.issuer)];
-        const float* st = st_->as<float>() + t.issuer * paths;
+        const float* st = StValues() + t.issuer * paths;
         const float* dst =
             dst_dsigma_.data() == nullptr ? nullptr : dst_dsigma_.data() + t.issuer * paths;
         for (int64_t p = tile * kTile; p < std::min(paths, (tile + 1) * kTile); ++p) {
@@ -157,7 +157,7 @@ void CpuPaths::Shocks(const JobSpec& spec, int64_t first, int64_t rows, float* o
 // issuer only, so the blocks do not change the numbers).
 void CpuPaths::DrawShocks(const JobSpec& spec, int team, StopPoll& stop) {
   const int64_t rows = std::clamp<int64_t>(kShocksPerPoll / spec.market.issuers(), 16, kPathBlock);
-  float* st = st_->as<float>();
+  float* st = StValues();
   ForEachPathBlock(spec, team, rows, stop, [&](int64_t first, int64_t count) {
     Shocks(spec, first, count, st + first, spec.paths);
   });
@@ -172,7 +172,7 @@ absl::Status CpuPaths::CorrelatedShocks(const JobSpec& spec, const CpuJobBuffers
   const int64_t issuers = spec.market.issuers();
   AccountedArray<float> scratch;
   RETURN_IF_ERROR(AccountedArray<float>::Allocate(memory, buffers.shock_blocks, &scratch));
-  float* st = st_->as<float>();
+  float* st = StValues();
   ForEachPathBlock(spec, team, kPathBlock, stop, [&](int64_t first, int64_t rows) {
     float* z = scratch.data() + omp_get_thread_num() * kPathBlock * issuers;
     Shocks(spec, first, rows, z, rows);
@@ -188,7 +188,7 @@ void CpuPaths::ShocksToPrices(const JobSpec& spec, int team, StopPoll& stop) {
   const int64_t paths = spec.paths;
   const int64_t issuers = spec.market.issuers();
   const GbmConstants gbm = TerminalConstantsOf(spec);
-  float* st = st_->as<float>();
+  float* st = StValues();
   float* dst = dst_dsigma_.data();  // dST/dsigma, when the vega needs it
   const double t = spec.market.maturity, root_t = std::sqrt(t);
 #pragma omp parallel for schedule(static) num_threads(team)
@@ -217,7 +217,7 @@ absl::Status CpuPaths::InstrumentValues(const JobSpec& spec, CpuDevice& device,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
     for (int64_t k = 0; k < count; ++k) {
       if (stop.Stopped()) continue;
-      InstrumentValuesAtHorizon(terms, st_->as<float>(), spec.paths, k, k + 1, values_.data());
+      InstrumentValuesAtHorizon(terms, StValues(), spec.paths, k, k + 1, values_.data());
     }
   });
   x_ = values_.data();

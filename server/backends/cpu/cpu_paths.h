@@ -31,7 +31,7 @@ class CpuPaths {
   absl::Status Build(const JobSpec& spec, CpuDevice& device, const CpuJobBuffers& buffers,
                      MemoryAccount& memory);
 
-  const float* st() const { return st_ ? st_->as<float>() : nullptr; }
+  const float* st() const { return st_ ? StValues() : nullptr; }
   const float* x() const { return x_; }
   // What the contributions and sensitivities read (column_attribution.h).
   const AttributionInputs& inputs() const { return inputs_; }
@@ -49,6 +49,7 @@ class CpuPaths {
                                 const CpuJobBuffers& buffers, MemoryAccount& memory);
 
   BlockPool::Handle st_;  // from the device's pool (block_pool.h), kept for its next jobs
+  float* StValues() const { return st_->as<float>(); }
   // X row-major for the contributions' gather (a transpose of X, built last).
   absl::Status ByPath(const JobSpec& spec, const CpuJobBuffers& buffers, MemoryAccount& memory);
   // The sensitivities' per-path derivatives (attribution.h), row-major.
