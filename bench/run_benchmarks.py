@@ -8,7 +8,9 @@ column alike:
   * the original example (500 issuers, 10,000 paths) at several scenario
     counts, end to end through the `pricer` CLI: stats mode, full output to a
     file and to /dev/null, through the socket and through a shared-memory ring
-    (`--shared-memory`: shm_devnull, shm_file); against one bare multi-threaded cblas_sgemm of the
+    (`--shared-memory`: shm_devnull, shm_file), and by the Python client into an
+    array, through the socket and the ring (bench/python_client_full.py:
+    python_full, python_shm); against one bare multi-threaded cblas_sgemm of the
     same shape (bench/bare_sgemm) and against NumPy's ST @ A plus the same
     statistics (bench/numpy_baseline.py); with --peers also PyTorch on the CPU
     (bench/torch_baseline.py --device cpu) and the original question's
@@ -55,7 +57,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STATS = "mean,stddev,var:0.99,es:0.975"
 PATHS, ISSUERS = 10000, 500
 WAYS = ("bare_sgemm", "stats", "full_devnull", "full_file", "shm_devnull", "shm_file",
-        "numpy") + tuple(peers.LABELS)
+        "python_full", "python_shm", "numpy") + tuple(peers.LABELS)
 run_json = peers.run_json
 def log(message):
     print(message, file=sys.stderr, flush=True)
@@ -133,6 +135,8 @@ def ways_at(build, target, m, scratch, peer_python, env):
     """The ways at M scenario columns, in the order each repeat runs them; the
     baselines under `env` (the server was started under it)."""
     shape = ["--paths", str(PATHS), "--issuers", str(ISSUERS), "--scenarios", str(m)]
+    python_full = [sys.executable, os.path.join(ROOT, "bench/python_client_full.py"),
+                   "--target", target, "--scenarios", str(m)]
     ways = {
         "stats": lambda: price(build, target, m, "--stats", STATS),
         "full_devnull": lambda: price(build, target, m, "--stats", "mean",
@@ -142,6 +146,8 @@ def ways_at(build, target, m, scratch, peer_python, env):
                                      "/dev/null", "--shared-memory"),
         "shm_file": lambda: price_to_file(build, target, m, os.path.join(scratch, "sc.npy"),
                                           "--shared-memory"),
+        "python_full": lambda: run_json(python_full, env),
+        "python_shm": lambda: run_json(python_full + ["--shared-memory"], env),
         "bare_sgemm": lambda: run_json([os.path.join(build, "bench/bare_sgemm"), *shape], env),
         "numpy": lambda: run_json([sys.executable,
                                    os.path.join(ROOT, "bench/numpy_baseline.py"), *shape], env),
@@ -208,6 +214,8 @@ def plot(rows, path):
               "full_file": "pricer, full SC to a .npy file",
               "shm_devnull": "pricer, full SC through shared memory to /dev/null",
               "shm_file": "pricer, full SC through shared memory to a .npy file",
+              "python_full": "Python client, full SC into an array",
+              "python_shm": "Python client, full SC through shared memory into an array",
               "numpy": "NumPy ST @ A + the same statistics", **peers.LABELS}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sizes = [row["scenarios"] for row in rows]

@@ -12,6 +12,7 @@ import tempfile
 import time
 import tty
 import unittest
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import scaled  # noqa: E402  (tests/binaries.py)
@@ -33,18 +34,28 @@ class Server:
              "--device-memory", device_memory, *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + scaled(30)
-        self.port = None
-        while self.port is None and time.time() < deadline:
+        self.port = self.metrics_port = None
+        while self.metrics_port is None and time.time() < deadline:
             time.sleep(0.05)
             with open(self.log.name) as f:
-                m = re.search(r"\(port (\d+)\)", f.read())
-            if m:
-                self.port = int(m.group(1))
+                log = f.read()
+            port = re.search(r"\(port (\d+)\)", log)
+            metrics = re.search(r"metrics on http://[^:]+:(\d+)/metrics", log)
+            if port and metrics:
+                self.port, self.metrics_port = int(port.group(1)), int(metrics.group(1))
             if self.proc.poll() is not None:
-                raise RuntimeError("pricerd exited: " + open(self.log.name).read())
+                raise RuntimeError("pricerd exited: " + log)
         if self.port is None:
-            raise RuntimeError("pricerd did not report its port")
+            raise RuntimeError("pricerd did not report its ports")
         self.target = "127.0.0.1:%d" % self.port
+
+    def metric(self, name):
+        """The sum of the samples of metric `name` in a scrape of /metrics."""
+        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
+        with urllib.request.urlopen(url, timeout=scaled(10)) as response:
+            text = response.read().decode()
+        return sum(float(m.group(1)) for m in re.finditer(
+            r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), text, re.MULTILINE))
 
     def stop(self):
         self.proc.terminate()

@@ -1,11 +1,12 @@
 """What the tests of the Python clients share: the asyncio client behind a
-blocking facade, and the comparison of two results to the bit."""
+blocking facade, the comparison of two results to the bit, and a server's
+queue and shards done."""
 
 import asyncio
 
 import numpy as np
 
-from pricer_client import aio
+from pricer_client import Client, aio
 
 
 def assert_same_result(test, got, want):
@@ -63,3 +64,10 @@ class BlockingAioClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def devices(server):
+    """A server's (jobs queued or running, shards done over its devices)."""
+    with Client(server.target) as client:
+        reply = client.devices()
+    return reply.queued_jobs, sum(d.shards_done for d in reply.devices)

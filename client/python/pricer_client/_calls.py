@@ -14,24 +14,27 @@ from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import SPLIT_WARM_UP
 from pricer_client._requests import column_span, price_request, request_paths
 from pricer_client._results import Results
+from pricer_client._ring import check_supported
 
 
 @dataclasses.dataclass
 class PreparedPrice:
     """A price() call, checked and ready: its request, its column range (None
-    when only the server knows it), its parts, where the results go, and
-    its deadline on time.monotonic() (or None)."""
+    when only the server knows it), its parts, where the results go, its
+    deadline on time.monotonic() (or None), and whether SC comes through a
+    shared-memory ring."""
 
     request: pricer_pb2.PriceRequest
     span: Optional[Tuple[int, int]]
     parts: int
     results: Results
     deadline: Optional[float]
+    shared_memory: bool = False
 
 
 def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
                   progress: Optional[Callable[[int, int], None]] = None, full=False,
-                  **arguments) -> PreparedPrice:
+                  shared_memory: bool = False, **arguments) -> PreparedPrice:
     """Checks price()'s arguments (ValueError or TypeError naming the
     argument) and builds its request, before any call."""
     request, named, contributed = price_request(full=full, **arguments)
@@ -42,6 +45,12 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
         raise ValueError(f"timeout is {timeout!r}: must be seconds > 0, or None")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a callable (columns done, columns), not {progress!r}")
+    if not isinstance(shared_memory, bool):
+        raise TypeError(f"shared_memory must be True or False, not {shared_memory!r}")
+    if shared_memory:
+        if full is False:
+            raise ValueError("shared_memory needs full: it is the way SC comes")
+        check_supported()
     span = column_span(request)
     if span is None and split > 1:
         raise ValueError("split needs the column range: give column_end with scenario_set")
@@ -58,7 +67,7 @@ def prepare_price(*, split: int = 1, timeout: Optional[float] = None,
     sensitivities = [name for name in ("delta", "vega") if getattr(selection, name)]
     results = Results(named, full, span, progress, max_paths,
                       contributed=(contributed, selection.errors, sensitivities))
-    return PreparedPrice(request, span, parts, results, deadline)
+    return PreparedPrice(request, span, parts, results, deadline, shared_memory)
 
 
 class WarmUp:

@@ -17,14 +17,16 @@ from pricer_client._proto import pricer_pb2
 from pricer_client._protocol import (BACKOFF_MULTIPLIER, FIRST_BACKOFF_SECONDS, MAX_RETRIES,
                                      RETRYABLE_CODES)
 from pricer_client._ranges import Ranges
+from pricer_client._ring import SharedRing
 
 # The logger the retries are reported to, as documented (client/python/README.md).
 _log = logging.getLogger("pricer_client.client")
 
 
-def make_parts(request, span, parts, results, deadline):
+def make_parts(request, span, parts, results, deadline, shared_memory=False):
     """The `parts` Parts of `request`'s column range `span` (None: one part,
-    the range learned from `accepted`), filling `results` (a Results)."""
+    the range learned from `accepted`), filling `results` (a Results); SC
+    through a shared-memory ring of each call's when `shared_memory`."""
 
     def piece(k):
         if span is None:
@@ -33,48 +35,52 @@ def make_parts(request, span, parts, results, deadline):
                 span[0] + (span[1] - span[0]) * (k + 1) // parts)
 
     # Every part computes the same ST; the first sends it.
-    return [Part(request, piece(k), request.output.terminal_prices and k == 0, results, deadline)
-            for k in range(parts)]
+    return [Part(request, piece(k), request.output.terminal_prices and k == 0, results, deadline,
+                 shared_memory) for k in range(parts)]
 
 
-def run_parts(stub, request, span, parts, results, deadline):
-    """Prices the parts concurrently, each in a thread; raises the first
-    failed part's PricerError."""
-    work = make_parts(request, span, parts, results, deadline)
-    if parts == 1:
+def run_parts(stub, call):
+    """Prices the parts of `call` (a _calls.PreparedPrice) concurrently, each
+    in a thread; raises the first failed part's PricerError."""
+    work = make_parts(call.request, call.span, call.parts, call.results, call.deadline,
+                      call.shared_memory)
+    if len(work) == 1:
         _run(stub, work[0])
     else:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=parts) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(work)) as pool:
             list(pool.map(lambda part: _run(stub, part), work))
 
 
 def _run(stub, part):
-    while True:
-        before = part.progress()
-        try:
-            for asked, with_prices in part.calls():
-                call = stub.Price(part.request(asked, with_prices), timeout=part.timeout())
-                try:
-                    for reply in call:
-                        part.take(reply, asked)
-                except grpc.RpcError:
-                    raise
-                except BaseException:
-                    call.cancel()  # our own error: stop the job
-                    raise
-                part.check_complete(asked, with_prices)
-            return
-        except grpc.RpcError as error:
-            backoff = part.retry_after(error, before)
-        time.sleep(backoff)
+    with part:
+        while True:
+            before = part.progress()
+            try:
+                for asked, with_prices in part.calls():
+                    call = stub.Price(part.request(asked, with_prices), timeout=part.timeout())
+                    try:
+                        for reply in call:
+                            part.take(reply, asked)
+                    except grpc.RpcError:
+                        raise
+                    except BaseException:
+                        call.cancel()  # our own error: stop the job
+                        raise
+                    part.check_complete(asked, with_prices)
+                return
+            except grpc.RpcError as error:
+                backoff = part.retry_after(error, before)
+            time.sleep(backoff)
 
 
 class Part:
     """One column range of a request, what has arrived of it and how many
-    retries it has made."""
+    retries it has made; with `shared_memory`, the ring of its current call
+    (a context manager: leaving it closes the ring)."""
 
-    def __init__(self, request, span, terminal_prices, results, deadline):
+    def __init__(self, request, span, terminal_prices, results, deadline, shared_memory=False):
         self._results, self._deadline = results, deadline
+        self._shared_memory, self._ring = shared_memory, None
         self._request = pricer_pb2.PriceRequest()
         self._request.CopyFrom(request)
         self._span = span  # None: the request's own range, learned from `accepted`
@@ -87,6 +93,14 @@ class Part:
         self._before = Ranges()  # the columns here when the current call began
         self._issuers = 0
         self._retries, self._backoff = 0, FIRST_BACKOFF_SECONDS
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._ring is not None:
+            self._ring.close()
+            self._ring = None
 
     def progress(self):
         """How much has arrived: a retry that changes it is not counted."""
@@ -152,12 +166,17 @@ class Part:
         return [(asked, with_prices and k == 0) for k, asked in enumerate(missing)]
 
     def request(self, asked, with_prices):
-        """The request of the next call; it begins now."""
+        """The request of the next call; it begins now (with a new ring: what
+        the server of a broken call wrote into the old one is not read)."""
         self._before = self._columns.copy()
         request = self._request
         if asked is not None:
             request.column_begin, request.column_end = asked
         request.output.terminal_prices = with_prices
+        if self._shared_memory:
+            self.__exit__()
+            self._ring = SharedRing()
+            self._ring.describe(request.output.shared_memory)
         return request
 
     def timeout(self):
@@ -209,9 +228,19 @@ class Part:
         # call, sent again, contradicts.
         if any(self._columns.overlaps(*gap) for gap in self._before.missing(begin, end)):
             raise contradiction(f"columns of [{begin}, {end}) twice")
-        missing = self._columns.missing(begin, end)
-        for first, last in missing:
-            self._results.chunk(chunk, first, last)
+        if chunk.shared_slot and self._ring is None:
+            raise contradiction("a chunk in a shared-memory slot, and no ring was asked for")
+        if not chunk.shared_slot:
+            self._take_columns(chunk, begin, end)
+            return
+        with self._ring.take(chunk) as values:
+            self._take_columns(chunk, begin, end, values)
+        self._ring.release()
+
+    def _take_columns(self, chunk, begin, end, values=None):
+        """The chunk's columns that have not arrived."""
+        for first, last in self._columns.missing(begin, end):
+            self._results.chunk(chunk, first, last, values=values)
             self._columns.add(first, last)
 
     def _take_prices(self, prices):

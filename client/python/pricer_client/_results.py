@@ -195,9 +195,11 @@ class Results:
             raise contradiction("results before the accepted reply")
         return self._result
 
-    def chunk(self, chunk, begin=None, end=None):
+    def chunk(self, chunk, begin=None, end=None, *, values=None):
         """Columns [begin, end) of `chunk` (default all of them: a call may
-        send some that have arrived already, see _parts)."""
+        send some that have arrived already, see _parts); `values`: its SC
+        values where a shared-memory slot holds them (default the reply's)."""
+        values = chunk.values if values is None else values
         if begin is None:
             begin, end = chunk.column_begin, chunk.column_end
         with self._lock:
@@ -207,8 +209,8 @@ class Results:
             # The columns taken, in the chunk's arrays and in the result's.
             part = slice(begin - chunk.column_begin, end - chunk.column_begin)
             window = slice(begin - r.column_begin, end - r.column_begin)
-            if r.full is not None and chunk.values:
-                r.full[:, window] = np.frombuffer(chunk.values, dtype="<f4").reshape(
+            if r.full is not None and len(values):
+                r.full[:, window] = np.frombuffer(values, dtype="<f4").reshape(
                     (count, chunk.rows))[part].T
             if chunk.HasField("statistics"):
                 self._take_statistics(r, chunk.statistics, count, part, window)

@@ -104,7 +104,7 @@ class Client:
         price = functools.partial(self._stub.Price, metadata=self._metadata)
         parts = [asyncio.ensure_future(_run(price, part))
                  for part in make_parts(call.request, call.span, call.parts, call.results,
-                                        call.deadline)]
+                                        call.deadline, call.shared_memory)]
         try:
             await asyncio.gather(*parts)
         finally:
@@ -118,21 +118,22 @@ class Client:
 
 async def _run(price, part):
     """One part's calls and retries: _parts._run on asyncio."""
-    while True:
-        before = part.progress()
-        try:
-            for asked, with_prices in part.calls():
-                call = price(part.request(asked, with_prices), timeout=part.timeout())
-                try:
-                    async for reply in call:
-                        part.take(reply, asked)
-                except grpc.RpcError:
-                    raise
-                except BaseException:
-                    call.cancel()  # our own error, or the task cancelled: stop the job
-                    raise
-                part.check_complete(asked, with_prices)
-            return
-        except grpc.RpcError as error:
-            backoff = part.retry_after(error, before)
-        await asyncio.sleep(backoff)
+    with part:
+        while True:
+            before = part.progress()
+            try:
+                for asked, with_prices in part.calls():
+                    call = price(part.request(asked, with_prices), timeout=part.timeout())
+                    try:
+                        async for reply in call:
+                            part.take(reply, asked)
+                    except grpc.RpcError:
+                        raise
+                    except BaseException:
+                        call.cancel()  # our own error, or the task cancelled: stop the job
+                        raise
+                    part.check_complete(asked, with_prices)
+                return
+            except grpc.RpcError as error:
+                backoff = part.retry_after(error, before)
+            await asyncio.sleep(backoff)

@@ -69,6 +69,11 @@ say how each ended.
 `full`: False; True (a new P x columns float32 array); a preallocated
 float32 array of that shape (Fortran order keeps each chunk one
 contiguous write); or a path, which becomes a memory-mapped .npy.
+`shared_memory`: SC comes through a 32 MiB shared-memory ring of each
+call's instead of the socket (docs/shared-memory.md): for a server on
+this host, started with --shared-memory-output, which can open this
+process's /proc/PID/fd (the same user, or root); Linux on x86-64. The
+same values, without the kernel's two copies of each byte.
 `split`: that many parts of the column range priced concurrently, round robin
 over the servers of the target. A call that breaks is asked again for
 the columns that have not arrived (see MAX_RETRIES, logged as a
@@ -159,7 +164,8 @@ class Client:
               contributions: Optional[Iterable[str]] = None,
               sensitivities: Optional[Iterable[str]] = None,
               target: Union[None, str, Target] = None, max_paths: Optional[int] = None,
-              full: Union[bool, np.ndarray, str] = False, terminal_prices: bool = False,
+              full: Union[bool, np.ndarray, str] = False, shared_memory: bool = False,
+              terminal_prices: bool = False,
               priority: int = 0, precision: str = "fp32", split: int = 1,
               timeout: Optional[float] = None,
               progress: Optional[Callable[[int, int], None]] = None) -> PriceResult:
@@ -167,7 +173,7 @@ class Client:
         call = prepare_price(**{name: value for name, value in locals().items() if name != "self"})
         if call.parts > 1:
             self._connect_to_every_server(call.parts)
-        run_parts(self._stub, call.request, call.span, call.parts, call.results, call.deadline)
+        run_parts(self._stub, call)
         return call.results.result()
 
     price.__doc__ = _PRICE_DOC
