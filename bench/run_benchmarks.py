@@ -167,6 +167,11 @@ def size_row(m, runs):
     row["ratios"] = {figure: {way: row[way][figure + "_seconds"] /
                               row["bare_sgemm"][figure + "_seconds"] for way in runs}
                      for figure in ("median", "min")}
+    # Each repeat's run over the bare sgemm's of the same repeat, a minute
+    # apart at most: the machine's slower drifts cancel in it.
+    bare = row["bare_sgemm"]["seconds"]
+    row["ratios"]["paired"] = {way: statistics.median(
+        s / b for s, b in zip(row[way]["seconds"], bare)) for way in runs}
     row["speedups"] = peers.speedups(row)
     return row
 
@@ -247,15 +252,16 @@ def end_to_end_table(results, key="end_to_end"):
                  limit["gflops"], limit["cores"], limit["lanes"], limit["mhz"]),
              peers.versions_line(results),
              "Seconds: median and min of %d runs of each way, the ways interleaved; x bare: "
-             "median over the bare median, and min over the bare min" % results["repeats"],
-             "%10s  %-14s %9s %9s %8s %11s %9s" % ("M", "way", "median s", "min s", "x bare",
-                                                  "x bare min", "GFLOP/s")]
+             "median over the bare median, min over the bare min, and paired: the median of "
+             "each repeat's run over the same repeat's bare run" % results["repeats"],
+             "%10s  %-14s %9s %9s %8s %11s %8s %9s" % ("M", "way", "median s", "min s", "x bare",
+                                                       "x bare min", "paired", "GFLOP/s")]
     for row in rows:
         for way in (w for w in WAYS if w in row):
-            lines.append("%10d  %-14s %9.2f %9.2f %8.2f %11.2f %9.1f" % (
+            lines.append("%10d  %-14s %9.2f %9.2f %8.2f %11.2f %8.2f %9.1f" % (
                 row["scenarios"], way, row[way]["median_seconds"], row[way]["min_seconds"],
                 row["ratios"]["median"][way], row["ratios"]["min"][way],
-                row[way]["median_gflops"]))
+                row["ratios"]["paired"][way], row[way]["median_gflops"]))
     return lines + peers.speedup_table(rows) + cpu_time.table(rows, WAYS)
 
 
