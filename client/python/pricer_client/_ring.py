@@ -6,7 +6,6 @@ layout is common/shared_ring.h's; the C++ client's side is
 client/lib/shared_output.cc."""
 
 import ctypes
-import fcntl
 import mmap
 import os
 import platform
@@ -41,6 +40,8 @@ class SharedRing:
     their slot; release() hands the slot back to the server."""
 
     def __init__(self, slots=SLOTS):
+        import fcntl  # here: the package imports on systems without it (Windows)
+
         self._slots, self._taken = slots, 0
         size = HEADER_BYTES + slots * SLOT_BYTES
         self._fd = os.memfd_create("pricer-output", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
