@@ -60,6 +60,7 @@ class Server:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=scaled(30))
+        self.log.close()
         os.unlink(self.log.name)
 
 

@@ -3,14 +3,18 @@ started with --shared-memory-output: SC through the client's ring equals SC
 through the socket bit for bit, into each kind of `full` and over a split
 call, and the server counts the ring's bytes (so they did not come through
 the socket); a server without the flag refuses, and wrong arguments are
-refused before any call. (A server killed mid-call with a ring:
-python_client_test.py.)"""
+refused before any call. A scripted server in this process that writes into
+the ring and names the wrong slot, or values that do not fit one, or a slot
+when no ring was asked for, is a contradiction. (A server killed mid-call
+with a ring: python_retry_test.py.)"""
 
 import asyncio
+import mmap
 import os
 import sys
 import tempfile
 import unittest
+from concurrent import futures
 
 import numpy as np
 
@@ -23,6 +27,7 @@ from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
 from pricer_client import Client, PricerError  # noqa: E402
+from pricer_client._proto import pricer_pb2, pricer_pb2_grpc  # noqa: E402
 
 ARGS = None
 RING_BYTES = "pricer_shared_memory_bytes_total"
@@ -112,6 +117,86 @@ class SharedMemoryTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "shared_memory needs full"):
                 asyncio.run(aio_call())
         self.assertEqual(self.server.metric("pricer_calls_total"), before)
+
+
+class RingWriter(pricer_pb2_grpc.PricerServicer):
+    """Answers a request of 1 column of 1,000 rows as a server with
+    --shared-memory-output would, through the request's ring (mapped from
+    /proc/self/fd: the client is this process), then a chunk that
+    `spoil(chunk)` may change; `slot`: the ring's slot it names."""
+
+    def __init__(self):
+        self.spoil, self.slot = None, 1
+
+    def Price(self, request, context):
+        ring = request.output.shared_memory
+        yield pricer_pb2.PriceReply(accepted=pricer_pb2.JobAccepted(
+            issuers=1, paths=1000, column_begin=0, column_end=1))
+        chunk = pricer_pb2.ResultChunk(column_begin=0, column_end=1, rows=1000)
+        if ring.slots:
+            with open(f"/proc/self/fd/{ring.fd}", "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+                start = 4096 + (self.slot - 1) * ring.slot_bytes
+                m[start:start + 4000] = np.arange(1000, dtype="<f4").tobytes()
+            chunk.shared_slot = self.slot
+        else:
+            chunk.values = np.arange(1000, dtype="<f4").tobytes()
+        yield pricer_pb2.PriceReply(chunk=self.spoil(chunk) if self.spoil else chunk)
+        yield pricer_pb2.PriceReply(finished=pricer_pb2.JobFinished(elapsed_seconds=0.1))
+
+
+class RingContradictionTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.writer = RingWriter()
+        cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pricer_pb2_grpc.add_PricerServicer_to_server(cls.writer, cls.server)
+        cls.target = f"127.0.0.1:{cls.server.add_insecure_port('127.0.0.1:0')}"
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop(None)
+
+    def setUp(self):
+        self.writer.spoil, self.writer.slot = None, 1
+
+    def price(self, make, shared_memory=True):
+        with make(self.target) as client:
+            return client.price(issuers=1, paths=1000, scenarios=1, full=True,
+                                statistics=None, shared_memory=shared_memory)
+
+    def refused(self, make, pattern, shared_memory=True):
+        with self.assertRaisesRegex(PricerError, pattern) as raised:
+            self.price(make, shared_memory)
+        self.assertEqual(raised.exception.code, grpc.StatusCode.INTERNAL)
+
+    def test_the_scripted_ring_works(self):
+        for make in (Client, BlockingAioClient):
+            full = self.price(make).full
+            np.testing.assert_array_equal(full[:, 0], np.arange(1000, dtype=np.float32))
+
+    def test_a_slot_out_of_turn(self):
+        self.writer.slot = 2
+        for make in (Client, BlockingAioClient):
+            self.refused(make, "a chunk in shared-memory slot 1 where slot 0 was next")
+
+    def test_values_larger_than_a_slot(self):
+        def too_long(chunk):
+            chunk.rows = (4 << 20) // 4 + 1
+            return chunk
+
+        self.writer.spoil = too_long
+        for make in (Client, BlockingAioClient):
+            self.refused(make, "a chunk of 1 columns of 1048577 rows in a shared-memory slot")
+
+    def test_a_slot_when_no_ring_was_asked_for(self):
+        def in_a_slot(chunk):
+            chunk.shared_slot, chunk.values = 1, b""
+            return chunk
+
+        self.writer.spoil = in_a_slot
+        for make in (Client, BlockingAioClient):
+            self.refused(make, "no ring was asked for", shared_memory=False)
 
 
 if __name__ == "__main__":
