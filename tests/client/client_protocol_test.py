@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 import unittest
-from concurrent import futures
 
 import grpc
 
@@ -21,6 +20,7 @@ import pricer_client
 from pricer_client import Client, PricerError
 from pricer_client import client as client_module
 from pricer_client._channel import channel_options
+from python_clients import serve_in_process  # tests/client, this script's folder
 
 ARGS = None
 POLICY = client_protocol_pb2.RetryPolicy()
@@ -78,10 +78,7 @@ class ClientProtocolTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.pricer_service = FailingPricer()
-        cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        pricer_pb2_grpc.add_PricerServicer_to_server(cls.pricer_service, cls.server)
-        cls.target = f"127.0.0.1:{cls.server.add_insecure_port('127.0.0.1:0')}"
-        cls.server.start()
+        cls.server, cls.target = serve_in_process(cls.pricer_service)
 
     @classmethod
     def tearDownClass(cls):

@@ -1,12 +1,15 @@
 """What the tests of the Python clients share: the asyncio client behind a
-blocking facade, the comparison of two results to the bit, and a server's
-queue and shards done."""
+blocking facade, the comparison of two results to the bit, a server's
+queue and shards done, and a scripted Pricer served in the test's process."""
 
 import asyncio
+from concurrent import futures
 
+import grpc
 import numpy as np
 
 from pricer_client import Client, aio
+from pricer_client._proto import pricer_pb2_grpc
 
 
 def assert_same_result(test, got, want):
@@ -71,3 +74,13 @@ def devices(server):
     with Client(server.target) as client:
         reply = client.devices()
     return reply.queued_jobs, sum(d.shards_done for d in reply.devices)
+
+
+def serve_in_process(servicer):
+    """A gRPC server of `servicer` (a PricerServicer) on 127.0.0.1, a free
+    port: (the started server, its target)."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    pricer_pb2_grpc.add_PricerServicer_to_server(servicer, server)
+    target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    server.start()
+    return server, target

@@ -14,14 +14,13 @@ import os
 import sys
 import tempfile
 import unittest
-from concurrent import futures
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from pricerd_fixture import Server  # noqa: E402  (the same fixture)
-from python_clients import BlockingAioClient  # noqa: E402
+from python_clients import BlockingAioClient, serve_in_process  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
@@ -148,10 +147,7 @@ class RingContradictionTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.writer = RingWriter()
-        cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        pricer_pb2_grpc.add_PricerServicer_to_server(cls.writer, cls.server)
-        cls.target = f"127.0.0.1:{cls.server.add_insecure_port('127.0.0.1:0')}"
-        cls.server.start()
+        cls.server, cls.target = serve_in_process(cls.writer)
 
     @classmethod
     def tearDownClass(cls):

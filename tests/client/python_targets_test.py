@@ -12,13 +12,12 @@ import tempfile
 import dataclasses
 import threading
 import unittest
-from concurrent import futures
 
 import grpc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from python_clients import BlockingAioClient, assert_same_result  # noqa: E402
+from python_clients import BlockingAioClient, assert_same_result, serve_in_process  # noqa: E402
 
 from pricer_client import Client, PricerError, Target  # noqa: E402
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc  # noqa: E402
@@ -115,10 +114,7 @@ class TargetRepliesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.pricer = ScriptedPricer()
-        cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        pricer_pb2_grpc.add_PricerServicer_to_server(cls.pricer, cls.server)
-        cls.target = f"127.0.0.1:{cls.server.add_insecure_port('127.0.0.1:0')}"
-        cls.server.start()
+        cls.server, cls.target = serve_in_process(cls.pricer)
         cls.dir = tempfile.TemporaryDirectory()
 
     @classmethod
