@@ -98,6 +98,9 @@ class Part:
         return self
 
     def __exit__(self, *exc):
+        self._close_ring()
+
+    def _close_ring(self):
         if self._ring is not None:
             self._ring.close()
             self._ring = None
@@ -174,7 +177,7 @@ class Part:
             request.column_begin, request.column_end = asked
         request.output.terminal_prices = with_prices
         if self._shared_memory:
-            self.__exit__()
+            self._close_ring()
             self._ring = SharedRing()
             self._ring.describe(request.output.shared_memory)
         return request
