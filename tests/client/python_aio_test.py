@@ -1,6 +1,6 @@
 """pricer_client.aio against a real pricerd: 8 requests priced concurrently
 on one event loop, each equal to the blocking client's result to the bit.
-(A server killed mid-stream: python_client_test.py, for both clients.)"""
+(A server killed mid-stream: python_retry_test.py, for both clients.)"""
 
 import asyncio
 import os
