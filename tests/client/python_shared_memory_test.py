@@ -2,8 +2,8 @@
 started with --shared-memory-output: SC through the client's ring equals SC
 through the socket bit for bit, into each kind of `full` and over a split
 call, and the server counts the ring's bytes (so they did not come through
-the socket); a server without the flag refuses, and wrong arguments are
-refused before any call. A scripted server in this process that writes into
+the socket); a server without the flag refuses, and wrong arguments (and a
+processor other than x86-64) are refused before any call. A scripted server in this process that writes into
 the ring and names the wrong slot, or values that do not fit one, or a slot
 when no ring was asked for, is a contradiction. (A server killed mid-call
 with a ring: python_retry_test.py.)"""
@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -107,6 +108,10 @@ class SharedMemoryTest(unittest.TestCase):
                 client.price(shared_memory=True, **JOB)
             with self.assertRaisesRegex(TypeError, "shared_memory must be True or False"):
                 client.price(full=True, shared_memory="yes", **JOB)
+            # A processor that may reorder the release before the slot's reads.
+            with mock.patch("platform.machine", return_value="aarch64"), \
+                    self.assertRaisesRegex(ValueError, "x86-64, not linux on aarch64"):
+                client.price(full=True, shared_memory=True, **JOB)
 
             async def aio_call():
                 from pricer_client import aio
