@@ -12,10 +12,11 @@ import tempfile
 import time
 import tty
 import unittest
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from binaries import scaled  # noqa: E402  (tests/binaries.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "service"))
+from metrics_scrape import METRICS_LINE, Samples, scrape  # noqa: E402  (tests/service)
 from wire_format import read_varint  # noqa: E402  (tests/wire_format.py)
 
 
@@ -40,7 +41,7 @@ class Server:
             with open(self.log.name) as f:
                 log = f.read()
             port = re.search(r"\(port (\d+)\)", log)
-            metrics = re.search(r"metrics on http://[^:]+:(\d+)/metrics", log)
+            metrics = re.search(METRICS_LINE, log)
             if port and metrics:
                 self.port, self.metrics_port = int(port.group(1)), int(metrics.group(1))
             if self.proc.poll() is not None:
@@ -50,12 +51,9 @@ class Server:
         self.target = "127.0.0.1:%d" % self.port
 
     def metric(self, name):
-        """The sum of the samples of metric `name` in a scrape of /metrics."""
-        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
-        with urllib.request.urlopen(url, timeout=scaled(10)) as response:
-            text = response.read().decode()
-        return sum(float(m.group(1)) for m in re.finditer(
-            r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), text, re.MULTILINE))
+        """The sum of the series of metric `name` in a scrape of /metrics (0
+        when it has none)."""
+        return Samples(scrape(self)).total(name, default=0)
 
     def stop(self):
         self.proc.terminate()

@@ -13,6 +13,8 @@ import urllib.request
 
 from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 
+# The line pricerd logs when its metrics listen, with the port.
+METRICS_LINE = r"metrics on http://[^:]+:(\d+)/metrics"
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 

@@ -24,9 +24,9 @@ from pricer_client._proto import pricer_pb2_grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from binaries import parse_binaries, scaled  # noqa: E402  (tests/binaries.py)
+from metrics_scrape import METRICS_LINE  # noqa: E402  (this folder)
 
 ARGS = None  # the --pricerd and --pricer paths, once main() has read them
-METRICS_LINE = r"metrics on http://[^:]+:(\d+)/metrics"
 CRASH_CODES = (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS, 128 + signal.SIGABRT,
                128 + signal.SIGSEGV)
 

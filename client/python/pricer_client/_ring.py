@@ -39,11 +39,11 @@ class SharedRing:
     with a random token. take() gives a chunk's values where they lie in
     their slot; release() hands the slot back to the server."""
 
-    def __init__(self, slots=SLOTS):
+    def __init__(self):
         import fcntl  # here: the package imports on systems without it (Windows)
 
-        self._slots, self._taken = slots, 0
-        size = HEADER_BYTES + slots * SLOT_BYTES
+        self._taken = 0
+        size = HEADER_BYTES + SLOTS * SLOT_BYTES
         self._fd = os.memfd_create("pricer-output", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(self._fd, size)
@@ -59,19 +59,20 @@ class SharedRing:
         self._map[0:len(MAGIC)] = MAGIC
         self._map[TOKEN_OFFSET:TOKEN_OFFSET + TOKEN_BYTES] = self.token
         self._released = ctypes.c_uint32.from_buffer(self._map, RELEASED_OFFSET)
+        self._released_address = ctypes.c_void_p(ctypes.addressof(self._released))
         self._libc = ctypes.CDLL(None)  # this process's C library, for syscall()
 
     def describe(self, ring):
         """Fills a request's output.shared_memory (a SharedMemoryRing)."""
         ring.pid, ring.fd, ring.slots, ring.slot_bytes, ring.phase = (
-            os.getpid(), self._fd, self._slots, SLOT_BYTES, 0)
+            os.getpid(), self._fd, SLOTS, SLOT_BYTES, 0)
         ring.token = self.token
 
     def take(self, chunk):
         """The chunk's values in its slot (a memoryview, valid until
         release()); a contradiction when the server names a slot other than
         the next or values that do not fit it."""
-        expected = self._taken % self._slots
+        expected = self._taken % SLOTS
         if chunk.shared_slot - 1 != expected:
             raise contradiction(f"a chunk in shared-memory slot {chunk.shared_slot - 1} where "
                                 f"slot {expected} was next")
@@ -90,8 +91,8 @@ class SharedRing:
         aligned store; this process is its only writer) and wakes the server
         if it waits for it (else it polls every 10 ms)."""
         self._released.value += 1
-        self._libc.syscall(_SYS_FUTEX_X86_64, ctypes.c_void_p(ctypes.addressof(self._released)),
-                           _FUTEX_WAKE, 1, None, None, 0)
+        self._libc.syscall(_SYS_FUTEX_X86_64, self._released_address, _FUTEX_WAKE, 1, None, None,
+                           0)
 
     def close(self):
         """Unmaps the ring (again: nothing); a server that still has it
