@@ -21,6 +21,7 @@
 #include "client/lib/run_report.h"
 #include "client/lib/statistics_list.h"
 #include "common/status_macros.h"
+#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 namespace {
@@ -36,13 +37,15 @@ ColumnRange RequestedColumns(const v1::PriceRequest& request) {
   return ColumnRange(request.column_begin(), end);
 }
 
-// The shared-memory ring's phase that lets --full-out's direct writes go
-// from the ring (NpyColumnPhase), when the request says the file's shape;
-// else 0 (the writes then copy through their staging buffer).
-int32_t RingPhase(const v1::PriceRequest& request, ColumnRange columns) {
+// --shared-memory: a ring of SharedRingLayout.client_slots slots, at the
+// phase that lets --full-out's direct writes go from the ring
+// (NpyColumnPhase) when the request says the file's shape; else at phase 0
+// (the writes then copy through their staging buffer).
+void TakeThroughARing(PricerClient& client, const v1::PriceRequest& request, ColumnRange columns) {
   const int64_t width = columns.second - columns.first;
-  if (request.paths() <= 0 || width <= 0) return 0;
-  return NpyColumnPhase(request.paths(), width, columns.first);
+  const int32_t phase =
+      request.paths() > 0 && width > 0 ? NpyColumnPhase(request.paths(), width, columns.first) : 0;
+  client.SetSharedMemory(v1::SharedRingLayout::default_instance().client_slots(), phase);
 }
 
 // The .npy files' sizes when the request says them: P x the column range,
@@ -323,7 +326,7 @@ int PriceCommand::Run(PricerClient& client) {
   absl::StatusOr<v1::PriceRequest> request = BuildPriceRequest(options_);
   if (!request.ok()) return Refuse(request.status().message());
   ColumnRange columns = RequestedColumns(*request);
-  if (shared_memory_) client.SetSharedMemory(kSharedMemorySlots, RingPhase(*request, columns));
+  if (shared_memory_) TakeThroughARing(client, *request, columns);
   PriceResults results(files_,
                        options_.errors ? WithErrors(options_.statistics) : options_.statistics,
                        request->target());

@@ -34,9 +34,8 @@ class PriceCommand final : public Command {
   bool resume_ = false;
   std::optional<double> timeout_;  // --timeout, seconds
   bool json_ = false;
-  // --shared-memory: SC through a ring of this many 4 MiB slots.
+  // --shared-memory: SC through a ring of SharedRingLayout.client_slots slots.
   bool shared_memory_ = false;
-  static constexpr int32_t kSharedMemorySlots = 8;
 };
 
 }  // namespace pricer

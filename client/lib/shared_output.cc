@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/shared_ring.h"
@@ -27,14 +28,15 @@ absl::Status Failed(absl::string_view what) {
 
 absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(int32_t slots,
                                                                                int32_t phase) {
-  if (slots < 1 || slots > kMaxSlots || phase < 0 || phase >= kSlotAlignment) {
-    return absl::InvalidArgumentError(absl::StrCat("a shared-memory ring of ", slots,
-                                                   " slots (1 to ", kMaxSlots, ") and phase ",
-                                                   phase, " (0 to ", kSlotAlignment - 1, ")"));
+  const v1::SharedRingLayout& layout = Layout();
+  if (slots < 1 || slots > layout.max_slots() || phase < 0 || phase >= layout.slot_alignment()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shared-memory ring of ", slots, " slots (1 to ", layout.max_slots(),
+                     ") and phase ", phase, " (0 to ", layout.slot_alignment() - 1, ")"));
   }
   const int fd = memfd_create("pricer-output", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return Failed("memfd_create");
-  const int64_t bytes = FileBytes(slots, kMinSlotBytes);
+  const int64_t bytes = FileBytes(slots, layout.min_slot_bytes());
   // Its size fixed, the server's writes into it cannot fault (SIGBUS).
   if (ftruncate(fd, bytes) != 0 ||
       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
@@ -51,18 +53,16 @@ absl::StatusOr<std::unique_ptr<SharedOutputReader>> SharedOutputReader::Create(i
   }
   std::unique_ptr<SharedOutputReader> reader(
       new SharedOutputReader(fd, static_cast<char*>(mapped), bytes));
-  char token[kTokenBytes];
-  if (getrandom(token, sizeof(token), 0) != static_cast<ssize_t>(sizeof(token))) {
-    return Failed("getrandom");
-  }
-  std::memcpy(reader->base_, kMagic, sizeof(kMagic));
-  std::memcpy(reader->base_ + kTokenOffset, token, sizeof(token));
+  std::string token(static_cast<size_t>(layout.token_bytes()), '\0');
+  if (getrandom(token.data(), token.size(), 0) != std::ssize(token)) return Failed("getrandom");
+  std::memcpy(reader->base_, layout.magic().data(), layout.magic().size());
+  std::memcpy(reader->base_ + layout.token_offset(), token.data(), token.size());
   v1::SharedMemoryRing& ring = reader->ring_;
   ring.set_pid(static_cast<int32_t>(getpid()));
   ring.set_fd(fd);
   ring.set_slots(slots);
-  ring.set_slot_bytes(kMinSlotBytes);
-  ring.set_token(std::string(token, sizeof(token)));
+  ring.set_slot_bytes(layout.min_slot_bytes());
+  ring.set_token(std::move(token));
   ring.set_phase(phase);
   return reader;
 }
@@ -91,7 +91,7 @@ absl::StatusOr<ValueBytes> SharedOutputReader::Take(int32_t shared_slot, int64_t
                                             " bytes"));
   }
   ++taken_;
-  const char* values = base_ + kHeaderBytes + next * slot_bytes + offset;
+  const char* values = base_ + Layout().header_bytes() + next * slot_bytes + offset;
   return ValueBytes(nullptr, {std::string_view(values, static_cast<size_t>(bytes))});
 }
 

@@ -14,15 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/shared_ring.h"
 #include "common/status_macros.h"
-#include "server/scheduler/shard_planner.h"
 #include "server/service/field_checks.h"
 
 namespace pricer {
 namespace {
 
 using namespace shared_ring;  // NOLINT(build/namespaces): the layout's names
-
-static_assert(kMaxChunkPayloadBytes + kSlotAlignment <= kMinSlotBytes);
 
 // The file `fd` names is not what `rule` asks for.
 absl::Status BadFile(const v1::SharedMemoryRing& ring, const std::string& path,
@@ -33,15 +30,20 @@ absl::Status BadFile(const v1::SharedMemoryRing& ring, const std::string& path,
 absl::Status CheckShape(const v1::SharedMemoryRing& ring) {
   RETURN_IF_ERROR(CheckRange("output.shared_memory.pid", ring.pid(), 1, INT32_MAX));
   RETURN_IF_ERROR(CheckRange("output.shared_memory.fd", ring.fd(), 0, INT32_MAX));
-  RETURN_IF_ERROR(CheckRange("output.shared_memory.slots", ring.slots(), 1, kMaxSlots));
-  if (ring.slot_bytes() < kMinSlotBytes || ring.slot_bytes() > kMaxSlotBytes ||
-      ring.slot_bytes() % kSlotAlignment != 0) {
+  const v1::SharedRingLayout& layout = Layout();
+  RETURN_IF_ERROR(
+      CheckRange("output.shared_memory.slots", ring.slots(), 1, int64_t{layout.max_slots()}));
+  if (ring.slot_bytes() < layout.min_slot_bytes() || ring.slot_bytes() > layout.max_slot_bytes() ||
+      ring.slot_bytes() % layout.slot_alignment() != 0) {
     return Invalid("output.shared_memory.slot_bytes", ring.slot_bytes(),
-                   "must be a multiple of 4096 in [4 MiB, 1 GiB]");
+                   absl::StrCat("must be a multiple of ", layout.slot_alignment(), " in [",
+                                layout.min_slot_bytes(), ", ", layout.max_slot_bytes(), "]"));
   }
-  RETURN_IF_ERROR(CheckRange("output.shared_memory.phase", ring.phase(), 0, kSlotAlignment - 1));
-  if (static_cast<int64_t>(ring.token().size()) != kTokenBytes) {
-    return Invalid("output.shared_memory.token size", ring.token().size(), "must be 16 bytes");
+  RETURN_IF_ERROR(CheckRange("output.shared_memory.phase", ring.phase(), 0,
+                             int64_t{layout.slot_alignment() - 1}));
+  if (std::ssize(ring.token()) != layout.token_bytes()) {
+    return Invalid("output.shared_memory.token size", ring.token().size(),
+                   absl::StrCat("must be ", layout.token_bytes(), " bytes"));
   }
   return absl::OkStatus();
 }
@@ -101,10 +103,11 @@ absl::StatusOr<std::unique_ptr<SharedOutputWriter>> SharedOutputWriter::Open(
   }
   std::unique_ptr<SharedOutputWriter> writer(
       new SharedOutputWriter(static_cast<char*>(mapped), bytes, ring));
-  if (std::memcmp(mapped, kMagic, sizeof(kMagic)) != 0 ||
-      std::memcmp(static_cast<char*>(mapped) + kTokenOffset, ring.token().data(), kTokenBytes) !=
-          0) {
-    return Invalid("output.shared_memory.token", std::string("(16 bytes, not shown)"),
+  const std::string& magic = Layout().magic();
+  if (std::memcmp(mapped, magic.data(), magic.size()) != 0 ||
+      std::memcmp(static_cast<char*>(mapped) + Layout().token_offset(), ring.token().data(),
+                  ring.token().size()) != 0) {
+    return Invalid("output.shared_memory.token", std::string("(not shown)"),
                    absl::StrCat("is not the one in the header of the ring ", path));
   }
   return writer;
@@ -141,7 +144,7 @@ absl::StatusOr<int32_t> SharedOutputWriter::TryWrite(const SharedFloats& values,
     return 0;
   }
   const int64_t slot = written_ % slots_;
-  std::memcpy(base_ + kHeaderBytes + slot * slot_bytes_ + offset, values.data(),
+  std::memcpy(base_ + Layout().header_bytes() + slot * slot_bytes_ + offset, values.data(),
               static_cast<size_t>(size));
   ++written_;
   return static_cast<int32_t>(slot + 1);

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 from binaries import parse_binaries  # noqa: E402  (tests/binaries.py)
 
 import grpc  # noqa: E402
-from pricer_client import Client, PricerError  # noqa: E402
+from pricer_client import Client, PricerError, _ring  # noqa: E402
 from pricer_client._proto import pricer_pb2, pricer_pb2_grpc  # noqa: E402
 
 ARGS = None
@@ -64,7 +64,7 @@ class SharedMemoryTest(unittest.TestCase):
         return result
 
     def test_the_ring_gives_the_socket_bits_in_both_clients(self):
-        self.assertGreater(self.sc_bytes, 8 * (4 << 20))
+        self.assertGreater(self.sc_bytes, _ring.SLOTS * _ring.SLOT_BYTES)
         self.assertGreater(np.abs(self.socket.full).min(), 0)
         for make in (Client, BlockingAioClient):
             with make(self.server.target) as client:
@@ -139,7 +139,7 @@ class RingWriter(pricer_pb2_grpc.PricerServicer):
         chunk = pricer_pb2.ResultChunk(column_begin=0, column_end=1, rows=1000)
         if ring.slots:
             with open(f"/proc/self/fd/{ring.fd}", "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
-                start = 4096 + (self.slot - 1) * ring.slot_bytes
+                start = _ring.HEADER_BYTES + (self.slot - 1) * ring.slot_bytes
                 m[start:start + 4000] = np.arange(1000, dtype="<f4").tobytes()
             chunk.shared_slot = self.slot
         else:
@@ -183,7 +183,7 @@ class RingContradictionTest(unittest.TestCase):
 
     def test_values_larger_than_a_slot(self):
         def too_long(chunk):
-            chunk.rows = (4 << 20) // 4 + 1
+            chunk.rows = _ring.SLOT_BYTES // 4 + 1
             return chunk
 
         self.writer.spoil = too_long

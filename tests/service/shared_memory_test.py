@@ -21,21 +21,23 @@ import grpc
 import numpy as np
 
 import pricerd_process
+from pricer_client._proto import client_protocol_pb2
 from binaries import scaled  # tests/binaries.py, on sys.path through pricerd_process
 from metrics_scrape import Samples, scrape
 from pricer_calls import price, price_request
 from pricerd_process import OperationsTestCase
 
-HEADER = 4096
-SLOT = 4 << 20
-RELEASED = 64  # offset of the uint32 the client counts its releases in
+LAYOUT = client_protocol_pb2.SharedRingLayout()  # what the server checks a ring against
+HEADER = LAYOUT.header_bytes  # 4096
+SLOT = LAYOUT.min_slot_bytes  # 4 MiB
+RELEASED = LAYOUT.released_offset  # the uint32 the client counts its releases in
 
 
 class Ring:
     """A ring as the protocol describes it: a memfd sealed against
     shrinking, the magic and a random token in its header."""
 
-    def __init__(self, slots, slot_bytes=SLOT, seal=True, size=None, magic=b"PRICERRG", phase=0):
+    def __init__(self, slots, slot_bytes=SLOT, seal=True, size=None, magic=LAYOUT.magic, phase=0):
         self.slots, self.slot_bytes, self.phase = slots, slot_bytes, phase
         self.fd = os.memfd_create("test-ring", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         size = size if size is not None else HEADER + slots * slot_bytes
@@ -58,7 +60,7 @@ class Ring:
     def values(self, chunk):
         """The chunk's values, copied out of its slot, where the phase puts them."""
         start = (HEADER + (chunk.shared_slot - 1) * self.slot_bytes +
-                 (self.phase + 4 * chunk.rows * chunk.column_begin) % 4096)
+                 (self.phase + 4 * chunk.rows * chunk.column_begin) % LAYOUT.slot_alignment)
         size = 4 * chunk.rows * (chunk.column_end - chunk.column_begin)
         return bytes(self.map[start:start + size])
 

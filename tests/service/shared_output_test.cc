@@ -19,7 +19,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/shared_ring.h"
 #include "gtest/gtest.h"
+#include "server/scheduler/shard_planner.h"
 #include "server/service/shared_output.h"
 
 namespace pricer {
@@ -81,6 +83,26 @@ TEST(SharedOutputRing, AWriterDestroyedWhileItWaitsDropsItsCallback) {
   writer->reset();  // stops the waiting thread
   (*reader)->Release();
   EXPECT_FALSE(called);
+}
+
+// The layout (SharedRingLayout) against the server's chunks: the largest
+// chunk, at the phase that puts it furthest into its slot, fits the smallest
+// slot, the one both clients use.
+TEST(SharedOutputRing, TheSmallestSlotHoldsTheLargestChunkAtTheLastPhase) {
+  const int32_t last_phase = shared_ring::Layout().slot_alignment() - 1;
+  const int64_t columns = kMaxChunkPayloadBytes / 4;  // one row
+  auto reader = SharedOutputReader::Create(1, last_phase);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ((*reader)->ring().slot_bytes(), shared_ring::Layout().min_slot_bytes());
+  auto writer = SharedOutputWriter::Open((*reader)->ring());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const SharedFloats chunk = Chunk(1, 0, columns);
+  const absl::StatusOr<int32_t> slot = (*writer)->TryWrite(chunk, 1, 0, [] {});
+  ASSERT_TRUE(slot.ok()) << slot.status();
+  EXPECT_EQ(*slot, 1);
+  auto values = (*reader)->Take(1, 1, 0, columns);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(Floats(*values), Floats(chunk));
 }
 
 TEST(SharedOutputRing, TheReaderRefusesASlotOutOfTurnOrAChunkThatDoesNotFit) {

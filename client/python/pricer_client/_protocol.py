@@ -1,6 +1,7 @@
 """What the Python client shares with the C++ one, read once from the field
 defaults of proto/pricer/v1/client_protocol.proto: the retry policy, the
-split warm-up, the channel settings and the original example's draws."""
+split warm-up, the channel settings, the original example's draws and the
+layout of a shared-memory ring."""
 
 import grpc
 
@@ -10,6 +11,7 @@ RETRY = client_protocol_pb2.RetryPolicy()
 SPLIT_WARM_UP = client_protocol_pb2.SplitWarmUp()
 CHANNEL = client_protocol_pb2.ChannelSettings()
 SEED_PRESET = client_protocol_pb2.SeedPreset()
+SHARED_RING = client_protocol_pb2.SharedRingLayout()
 
 # A call that breaks (a server killed, draining or cut off) is asked again for
 # the columns that have not arrived, up to MAX_RETRIES times in a row without

@@ -2,8 +2,8 @@
 docs/shared-memory.md, proto/pricer/v1/shared_memory.proto): a sealed memfd of
 this process that a server on the same host, started with
 --shared-memory-output, writes SC's chunks into instead of the socket. The
-layout is common/shared_ring.h's; the C++ client's side is
-client/lib/shared_output.cc."""
+layout is client_protocol.proto's SharedRingLayout, which the server and the
+C++ client (client/lib/shared_output.cc) read too."""
 
 import ctypes
 import mmap
@@ -13,13 +13,15 @@ import secrets
 import sys
 
 from pricer_client._errors import contradiction
+from pricer_client._protocol import SHARED_RING
 
-MAGIC = b"PRICERRG"
-TOKEN_OFFSET, TOKEN_BYTES = 8, 16
-RELEASED_OFFSET = 64  # the uint32 the client counts its releases in
-HEADER_BYTES = 4096  # slot 0 starts here
-SLOT_BYTES = 4 << 20  # the smallest slot, which holds the largest chunk at any phase
-SLOTS = 8  # as the CLI's --shared-memory: 32 MiB
+MAGIC = SHARED_RING.magic  # b"PRICERRG"
+TOKEN_OFFSET, TOKEN_BYTES = SHARED_RING.token_offset, SHARED_RING.token_bytes
+RELEASED_OFFSET = SHARED_RING.released_offset  # the uint32 the client counts its releases in
+HEADER_BYTES = SHARED_RING.header_bytes  # slot 0 starts here
+SLOT_ALIGNMENT = SHARED_RING.slot_alignment
+SLOT_BYTES = SHARED_RING.min_slot_bytes  # the smallest slot: the largest chunk at any phase
+SLOTS = SHARED_RING.client_slots  # as the CLI's --shared-memory: 32 MiB
 
 _SYS_FUTEX_X86_64, _FUTEX_WAKE = 202, 1
 
@@ -77,7 +79,7 @@ class SharedRing:
             raise contradiction(f"a chunk in shared-memory slot {chunk.shared_slot - 1} where "
                                 f"slot {expected} was next")
         size = 4 * chunk.rows * (chunk.column_end - chunk.column_begin)
-        offset = (4 * chunk.rows * chunk.column_begin) % 4096  # phase 0
+        offset = (4 * chunk.rows * chunk.column_begin) % SLOT_ALIGNMENT  # phase 0
         if chunk.rows < 0 or size < 0 or offset + size > SLOT_BYTES:
             raise contradiction(f"a chunk of {chunk.column_end - chunk.column_begin} columns of "
                                 f"{chunk.rows} rows in a shared-memory slot of {SLOT_BYTES} "

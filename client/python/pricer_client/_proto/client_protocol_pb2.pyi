@@ -58,6 +58,30 @@ class SeedPreset(_message.Message):
     volatility_min: float
     def __init__(self, issuers: _Optional[int] = ..., spot_min: _Optional[float] = ..., spot_max: _Optional[float] = ..., volatility_min: _Optional[float] = ..., volatility_max: _Optional[float] = ..., paths: _Optional[int] = ..., scenarios: _Optional[int] = ..., scenario_value_min: _Optional[float] = ..., scenario_value_max: _Optional[float] = ..., seed: _Optional[int] = ..., rate: _Optional[float] = ..., maturity: _Optional[float] = ...) -> None: ...
 
+class SharedRingLayout(_message.Message):
+    __slots__ = ["client_slots", "header_bytes", "magic", "max_slot_bytes", "max_slots", "min_slot_bytes", "released_offset", "slot_alignment", "token_bytes", "token_offset"]
+    CLIENT_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    HEADER_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAGIC_FIELD_NUMBER: _ClassVar[int]
+    MAX_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_SLOT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MIN_SLOT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SLOT_ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    client_slots: int
+    header_bytes: int
+    magic: bytes
+    max_slot_bytes: int
+    max_slots: int
+    min_slot_bytes: int
+    released_offset: int
+    slot_alignment: int
+    token_bytes: int
+    token_offset: int
+    def __init__(self, magic: _Optional[bytes] = ..., token_offset: _Optional[int] = ..., token_bytes: _Optional[int] = ..., released_offset: _Optional[int] = ..., header_bytes: _Optional[int] = ..., slot_alignment: _Optional[int] = ..., min_slot_bytes: _Optional[int] = ..., max_slot_bytes: _Optional[int] = ..., max_slots: _Optional[int] = ..., client_slots: _Optional[int] = ...) -> None: ...
+
 class SplitWarmUp(_message.Message):
     __slots__ = ["connect_timeout_ms", "max_wait_ms", "poll_interval_ms", "quiet_calls_per_server", "quiet_ms"]
     CONNECT_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
