@@ -171,7 +171,10 @@ void Engine::Tidy(const std::shared_ptr<Job>& job) {
 void Engine::Retire(const std::shared_ptr<Job>& job) {
   job->schedule(mu_).state = JobState::kRetired;
   job->RecordRetired(Clock::now());
-  job->results().Close(absl::OkStatus());  // ignored when already closed by a failure
+  {
+    WorkSignal::Closing closing(*signal_);
+    job->results().Close(absl::OkStatus());  // ignored when already closed by a failure
+  }
   auto it = std::find(jobs_.begin(), jobs_.end(), job);
   if (it != jobs_.end()) jobs_.erase(it);
   for (DeviceQueue& q : queues_) q.Remove(job);

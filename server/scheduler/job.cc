@@ -44,6 +44,7 @@ void Job::Cancel(absl::Status why) {
 
 void Job::Stop(absl::Status why) {
   *stopped_ = true;
+  WorkSignal::Closing closing(*signal_);
   results_.Close(std::move(why));
 }
 

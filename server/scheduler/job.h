@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -41,10 +42,36 @@ struct JobSummary {
 struct WorkSignal {
   absl::Mutex mu;
   absl::CondVar cv;
+
+  // Wakes the workers. It takes `mu` first, so that a worker between looking
+  // for work and waiting cannot miss the signal; but not within a Closing
+  // scope of this signal on this thread, which may hold `mu` already.
   void Notify() {
-    { absl::MutexLock lock(&mu); }
+    if (closing_ != this) {
+      absl::MutexLock lock(&mu);
+    }
     cv.SignalAll();
   }
+
+  // Marks this thread as closing one of the signal's jobs' streams: the
+  // engine does that holding `mu` (retiring or stopping a job), and closing
+  // calls the stream's listener on this thread, whose reader (a cancelled
+  // reactor dropping its chunks) releases pending bytes, which notifies.
+  // Taking `mu` there again was a self-deadlock. Outside the engine's lock,
+  // Job::Cancel notifies again, with `mu`, after its Closing scope.
+  class Closing {
+   public:
+    explicit Closing(const WorkSignal& signal) : previous_(std::exchange(closing_, &signal)) {}
+    ~Closing() { closing_ = previous_; }
+    Closing(const Closing&) = delete;
+    Closing& operator=(const Closing&) = delete;
+
+   private:
+    const WorkSignal* previous_;
+  };
+
+ private:
+  static inline thread_local const WorkSignal* closing_ = nullptr;
 };
 
 // Where a job is in its life, as the engine schedules it.

@@ -4,9 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,6 +203,34 @@ TEST(SchedulerCancelTest, AStalledReaderTakesNoMemoryFromJobsWaitingForTheirRead
   int64_t fast_starts = 0;
   for (const FakeJobStart& start : fake.control->starts()) fast_starts += start.seed == 2;
   EXPECT_EQ(fast_starts, 1);
+}
+
+// A reader that drops its chunks when the stream closes, as a cancelled
+// reactor does: the engine closes a finished job's stream holding its lock,
+// on a worker, and the stream calls the reader there; the bytes it releases
+// wake the workers. Taking the engine's lock for that wake-up was a
+// self-deadlock (Abseil's detector aborted pricerd in a reliability run).
+TEST(SchedulerCancelTest, AReaderDroppingItsChunksWhenTheStreamClosesDoesNotDeadlock) {
+  FakeEngine fake = MakeFakeEngine({kFakeLargeBudget});
+  const JobSpec spec = FakeJob("a", 5, 3);
+  auto job = Submitted(*fake.engine, spec);
+  ASSERT_TRUE(job);
+  ResultStream& results = job->results();
+  std::atomic<int64_t> dropped{0};
+  results.SetListener([&] {
+    if (!results.closed()) return;  // reads nothing until then
+    while (std::optional<ResultChunk> chunk = results.Pop()) {
+      dropped += chunk->payload_bytes();
+      results.Release(chunk->payload_bytes());
+    }
+  });
+  EXPECT_TRUE(AwaitNoJobs(*fake.engine));
+  results.DetachListener();
+  absl::Status status;
+  EXPECT_TRUE(results.Drained(&status));
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(dropped, 3 * ChunkPayloadBytes(spec.output, kFakePaths, 0, 0, kColumnAlignment));
+  ExpectNoBytesHeld(*fake.engine);
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ class Server:
     def __init__(self, flags=(), metrics=True, env=None, devices="cpu", device_memory="1GiB"):
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         self.final_output = None  # what pricerd wrote, once stopped
+        self.signalled = False  # whether the test sent it a signal (signal())
         self.command = [ARGS.pricerd, "--listen", "127.0.0.1:0",
                         "--metrics-listen", "127.0.0.1:0" if metrics else "",
                         "--devices", devices, "--device-memory", device_memory, *flags]
@@ -78,14 +79,21 @@ class Server:
             return f.read()
 
     def signal(self, number):
+        self.signalled = True
         self.proc.send_signal(number)
 
     def stop(self):
         """SIGTERM, and pricerd must exit 0 (a second SIGTERM, then SIGKILL, if
-        it hangs). Once stopped, output() keeps what it wrote."""
+        it hangs); a pricerd that had exited before, without a signal from the
+        test, fails it with its exit status and the end of its output (a
+        crash's signal and stack). Once stopped, output() keeps what it
+        wrote."""
         if self.final_output is not None:
             return
         try:
+            if self.proc.poll() is not None and not self.signalled:
+                raise AssertionError("pricerd exited with %d before the test stopped it:\n%s" % (
+                    self.proc.returncode, self.output()[-8000:]))
             if self.proc.poll() is None:
                 self.proc.terminate()
                 try:
