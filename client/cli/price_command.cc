@@ -20,8 +20,8 @@
 #include "client/lib/output_checks.h"
 #include "client/lib/run_report.h"
 #include "client/lib/statistics_list.h"
+#include "common/shared_ring.h"
 #include "common/status_macros.h"
-#include "pricer/v1/client_protocol.pb.h"
 
 namespace pricer {
 namespace {
@@ -45,7 +45,7 @@ void TakeThroughARing(PricerClient& client, const v1::PriceRequest& request, Col
   const int64_t width = columns.second - columns.first;
   const int32_t phase =
       request.paths() > 0 && width > 0 ? NpyColumnPhase(request.paths(), width, columns.first) : 0;
-  client.SetSharedMemory(v1::SharedRingLayout::default_instance().client_slots(), phase);
+  client.SetSharedMemory(shared_ring::Layout().client_slots(), phase);
 }
 
 // The .npy files' sizes when the request says them: P x the column range,

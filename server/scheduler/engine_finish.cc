@@ -171,10 +171,7 @@ void Engine::Tidy(const std::shared_ptr<Job>& job) {
 void Engine::Retire(const std::shared_ptr<Job>& job) {
   job->schedule(mu_).state = JobState::kRetired;
   job->RecordRetired(Clock::now());
-  {
-    WorkSignal::Closing closing(*signal_);
-    job->results().Close(absl::OkStatus());  // ignored when already closed by a failure
-  }
+  job->CloseResults(absl::OkStatus());  // ignored when already closed by a failure
   auto it = std::find(jobs_.begin(), jobs_.end(), job);
   if (it != jobs_.end()) jobs_.erase(it);
   for (DeviceQueue& q : queues_) q.Remove(job);

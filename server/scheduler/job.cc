@@ -44,8 +44,12 @@ void Job::Cancel(absl::Status why) {
 
 void Job::Stop(absl::Status why) {
   *stopped_ = true;
+  CloseResults(std::move(why));
+}
+
+void Job::CloseResults(absl::Status status) {
   WorkSignal::Closing closing(*signal_);
-  results_.Close(std::move(why));
+  results_.Close(std::move(status));
 }
 
 double Job::flops() const {

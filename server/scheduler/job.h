@@ -145,6 +145,10 @@ class Job {
   void Cancel(absl::Status why);
   // Cancel without waking the workers: for callers holding the engine lock.
   void Stop(absl::Status why);
+  // Closes the stream with `status` (ignored once closed) in a
+  // WorkSignal::Closing scope: the stream's listener runs on this thread,
+  // which may hold the engine lock (Stop, Engine::Retire).
+  void CloseResults(absl::Status status);
   bool cancelled() const { return stopped_->load(); }
   JobSummary Summary() const;
   // The GEMM flops of the whole job (none when it asks only for ST).

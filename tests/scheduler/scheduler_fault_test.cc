@@ -213,6 +213,7 @@ TEST(SchedulerCancelTest, AStalledReaderTakesNoMemoryFromJobsWaitingForTheirRead
 TEST(SchedulerCancelTest, AReaderDroppingItsChunksWhenTheStreamClosesDoesNotDeadlock) {
   FakeEngine fake = MakeFakeEngine({kFakeLargeBudget});
   const JobSpec spec = FakeJob("a", 5, 3);
+  fake.control->Hold();  // no shard ends before the reader is set
   auto job = Submitted(*fake.engine, spec);
   ASSERT_TRUE(job);
   ResultStream& results = job->results();
@@ -224,6 +225,7 @@ TEST(SchedulerCancelTest, AReaderDroppingItsChunksWhenTheStreamClosesDoesNotDead
       results.Release(chunk->payload_bytes());
     }
   });
+  fake.control->Open();
   EXPECT_TRUE(AwaitNoJobs(*fake.engine));
   results.DetachListener();
   absl::Status status;
